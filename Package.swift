@@ -1,0 +1,26 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "swift-http-caching",
+    products: [
+        .library(name: "HTTPCaching", targets: ["HTTPCaching"]),
+        .executable(name: "cache-demo", targets: ["cache-demo"]),
+    ],
+    targets: [
+        // The library: decision (pure), stores, and the URLProtocol plumbing.
+        .target(name: "HTTPCaching"),
+        // A small HTTP/1.1 origin on 127.0.0.1, used by the tests, the demo and the benchmarks.
+        .target(name: "LoopbackOrigin"),
+        .executableTarget(
+            name: "cache-demo",
+            dependencies: ["HTTPCaching", "LoopbackOrigin"],
+            path: "Examples/cache-demo"
+        ),
+        .testTarget(
+            name: "HTTPCachingTests",
+            dependencies: ["HTTPCaching", "LoopbackOrigin", "cache-demo"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,158 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The URLProtocol that answers http and https requests from an `HTTPCache`.
+///
+/// Install it with `URLSessionConfiguration.enableHTTPCaching(_:)`, which gives each
+/// configuration its own class bound to its cache and settings. Putting
+/// `CachingURLProtocol.self` in `protocolClasses` by hand, or registering it with
+/// `URLProtocol.registerClass`, uses `HTTPCache.shared` and the `.default` configuration's
+/// settings for forwarded requests.
+///
+/// Download tasks cannot be served by a custom protocol on Linux (swift-corelibs-foundation
+/// crashes delivering to them); on a caching session they fail at once with
+/// `CachingError.downloadTaskUnsupported`. Use a data task.
+open class CachingURLProtocol: URLProtocol {
+    /// The protocol property that marks a request this cache forwarded.
+    public static let handledKey = "HTTPCaching.handled"
+
+    private var delivery: Delivery?
+
+    /// A protocol class bound to a cache, forwarding with a copy of `configuration`'s
+    /// settings, for `URLProtocol.registerClass` or a hand-built `protocolClasses`.
+    public static func protocolClass(for cache: HTTPCache,
+                                     forwardingConfiguration configuration: URLSessionConfiguration = .default) -> AnyClass {
+        BindingRegistry.makeClass(for: ProtocolBinding(cache: cache, forwarding: configuration))
+    }
+
+    /// True for http and https requests this cache did not forward itself.
+    override open class func canInit(with request: URLRequest) -> Bool {
+        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            return false
+        }
+        return property(forKey: handledKey, in: request) == nil
+    }
+
+    /// The request unchanged.
+    override open class func canonicalRequest(for request: URLRequest) -> URLRequest {
+        request
+    }
+
+    override open func startLoading() {
+        let delivery = Delivery(protocol: self, client: client)
+        self.delivery = delivery
+        if task is URLSessionDownloadTask {
+            delivery.fail(CachingError.downloadTaskUnsupported)
+            return
+        }
+        let binding = BindingRegistry.binding(for: type(of: self))
+        let cache = binding.cache
+        let request = self.request
+        let url = request.url
+        let key = cache.key(for: request)
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        let entry = method == "GET" ? cache.lookup(key, url: url) : nil
+        let windows = CacheDecision.windows(for: request, entry: entry, default: cache.configuration.windows)
+
+        switch CacheDecision.decide(request: request, entry: entry, now: cache.now(), windows: windows) {
+        case .serve(let status, let age):
+            guard let entry else { return }
+            cache.emit(CacheEvent.Kind(status), key, url)
+            delivery.deliver(Self.response(for: entry, status: status, age: age), body: entry.body)
+            if status == .stale { binding.refresh(key, request: request, previous: entry) }
+        case .forward(let status):
+            if status == .expired { cache.remove(key, url: url) }
+            forward(request, key: key, status: status, binding: binding, delivery: delivery)
+        case .invalidate:
+            var read = request
+            read.httpMethod = "GET"
+            let readKey = cache.key(for: read)
+            cache.remove(readKey, url: url)
+            cache.emit(.invalidated, readKey, url)
+            forward(request, key: key, status: .bypass, binding: binding, delivery: delivery)
+        }
+    }
+
+    override open func stopLoading() {
+        delivery?.stop()
+    }
+
+    /// Sends a request to the network and answers the caller with what comes back. The
+    /// event is reported once the response shows whether it could be stored: a GET whose
+    /// response may not be stored is a bypass.
+    private func forward(_ request: URLRequest, key: CacheKey, status: CacheStatus,
+                         binding: ProtocolBinding, delivery: Delivery) {
+        let cache = binding.cache
+        let url = request.url
+        binding.fetch(ProtocolBinding.forwardingRequest(from: request),
+                      started: { delivery.attach($0) }) { data, response, error in
+            guard error == nil, let http = response as? HTTPURLResponse else {
+                cache.emit(CacheEvent.Kind(status), key, url)
+                delivery.fail(error ?? URLError(.badServerResponse))
+                return
+            }
+            let body = data ?? Data()
+            let storable = status != .bypass && cache.isStorable(http, for: request)
+            let served = storable ? status : .bypass
+            cache.emit(CacheEvent.Kind(served), key, url)
+            if storable { cache.record(http, body: body, for: request, key: key) }
+            delivery.deliver(Self.response(from: http, status: served), body: body)
+        }
+    }
+
+    /// A response built from a stored entry, with `Age` and the cache-status header.
+    static func response(for entry: CacheEntry, status: CacheStatus, age: TimeInterval) -> HTTPURLResponse {
+        var headers = entry.headers
+        headers["Age"] = String(Int(age))
+        headers[HTTPCachingHeaders.status] = status.rawValue
+        return HTTPURLResponse(url: entry.url, statusCode: entry.statusCode, httpVersion: "HTTP/1.1",
+                               headerFields: headers)!
+    }
+
+    /// The network's response with the cache-status header added.
+    static func response(from response: HTTPURLResponse, status: CacheStatus) -> HTTPURLResponse {
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name] = value }
+        }
+        headers[HTTPCachingHeaders.status] = status.rawValue
+        return HTTPURLResponse(url: response.url!, statusCode: response.statusCode, httpVersion: "HTTP/1.1",
+                               headerFields: headers) ?? response
+    }
+}
+
+/// Errors the cache itself reports to a task.
+public enum CachingError: Error, LocalizedError, Equatable {
+    /// A download task reached the cache; custom protocols cannot serve download tasks on
+    /// Linux. Use a data task on a caching session.
+    case downloadTaskUnsupported
+
+    public var errorDescription: String? {
+        switch self {
+        case .downloadTaskUnsupported:
+            "download tasks cannot be served through CachingURLProtocol on Linux; use a data task"
+        }
+    }
+}
+
+extension URLSessionConfiguration {
+    /// Installs caching: puts a caching protocol class bound to `cache` first in
+    /// `protocolClasses` and sets `urlCache` to nil, keeping a copy of these settings as they
+    /// were (headers, timeouts, cookie storage, other protocol classes) for the requests the
+    /// cache forwards, so they carry exactly what they carried before.
+    ///
+    /// Call it once per configuration you make sessions from: each call makes a protocol
+    /// class and a forwarding session that live for the rest of the process. Settings
+    /// changed after the call do not reach forwarded requests. Calling it again replaces
+    /// the earlier installation.
+    /// - Parameter cache: the cache to answer from. The default is `HTTPCache.shared`.
+    public func enableHTTPCaching(_ cache: HTTPCache = .shared) {
+        let others = (protocolClasses ?? []).filter { !($0 is CachingURLProtocol.Type) }
+        let original = copy() as! URLSessionConfiguration
+        original.protocolClasses = others
+        protocolClasses = [CachingURLProtocol.protocolClass(for: cache, forwardingConfiguration: original)] + others
+        urlCache = nil
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What one installed protocol class serves: a cache, and the session that forwards its
+/// requests to the network with the caller's own settings.
+///
+/// A URLProtocol cannot see the session it serves (`task.session` is internal, and on Linux
+/// no session setting reaches the request but cookies), so each installation gets its own
+/// protocol class, and the class finds its binding here.
+final class ProtocolBinding: Sendable {
+    let cache: HTTPCache
+    /// Forwards requests; its protocol classes never include a caching class, so nothing
+    /// it sends can come back to the cache (the loop guard that works on Linux).
+    let session: URLSession
+    /// Where forwarded tasks are created: never synchronously on the URLSession work queue
+    /// that runs `startLoading` (that traps on Linux).
+    let queue = DispatchQueue(label: "HTTPCaching.forward", qos: .userInitiated, attributes: .concurrent)
+
+    init(cache: HTTPCache, forwarding configuration: URLSessionConfiguration) {
+        self.cache = cache
+        let forwarding = configuration.copy() as! URLSessionConfiguration
+        forwarding.protocolClasses = (forwarding.protocolClasses ?? []).filter { !($0 is CachingURLProtocol.Type) }
+        forwarding.urlCache = nil
+        forwarding.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: forwarding)
+    }
+
+    /// The request as it goes to the network: marked as handled, private headers removed.
+    static func forwardingRequest(from request: URLRequest) -> URLRequest {
+        let mutable = (request as NSURLRequest).mutableCopy() as! NSMutableURLRequest
+        mutable.setValue(nil, forHTTPHeaderField: HTTPCachingHeaders.windows)
+        URLProtocol.setProperty(true, forKey: CachingURLProtocol.handledKey, in: mutable)
+        return mutable as URLRequest
+    }
+
+    /// Sends a request through the forwarding session, off the caller's queue.
+    /// - Parameter started: called with the task before it resumes; returning false
+    ///   cancels it instead (the caller stopped meanwhile).
+    func fetch(_ request: URLRequest,
+               started: @escaping @Sendable (URLSessionDataTask) -> Bool = { _ in true },
+               completion: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) {
+        let session = self.session
+        queue.async {
+            let task = session.dataTask(with: request, completionHandler: completion)
+            if started(task) { task.resume() } else { task.cancel() }
+        }
+    }
+
+    /// Refreshes a stale entry in the background, at most once at a time per key. Never
+    /// touches the request's client: the caller was already answered.
+    func refresh(_ key: CacheKey, request: URLRequest, previous: CacheEntry) {
+        let cache = self.cache
+        guard cache.beginRefresh(key) else { return }
+        let url = request.url
+        fetch(Self.forwardingRequest(from: request)) { data, response, error in
+            defer { cache.endRefresh(key) }
+            if let error {
+                cache.emit(.refreshFailed(reason: error.localizedDescription), key, url)
+                return
+            }
+            guard let http = response as? HTTPURLResponse else {
+                cache.emit(.refreshFailed(reason: "not an HTTP response"), key, url)
+                return
+            }
+            let body = data ?? Data()
+            if cache.isStorable(http, for: request), let stored = cache.record(http, body: body, for: request, key: key) {
+                cache.emit(.refreshed(bodyChanged: stored.body != previous.body), key, url)
+            } else {
+                cache.emit(.refreshFailed(reason: "status \(http.statusCode) not stored; stale entry kept"), key, url)
+            }
+        }
+    }
+}
+
+// MARK: - One protocol class per binding
+
+/// Distinct generic instantiations give distinct classes at run time, as many as needed,
+/// with no Objective-C runtime: the n-th class is `BoundCachingURLProtocol<...>` with n's
+/// bits spelled out in the type.
+protocol BindingSlot {}
+enum SlotRoot: BindingSlot {}
+enum SlotBit0<Rest: BindingSlot>: BindingSlot {}
+enum SlotBit1<Rest: BindingSlot>: BindingSlot {}
+
+final class BoundCachingURLProtocol<Slot: BindingSlot>: CachingURLProtocol {}
+
+enum BindingRegistry {
+    private struct State {
+        var next = 0
+        var bindings: [ObjectIdentifier: ProtocolBinding] = [:]
+    }
+
+    private static let state = Mutex(State())
+
+    /// The binding of `CachingURLProtocol` itself (used through `registerClass` or when put
+    /// in `protocolClasses` by hand): the shared cache, forwarding with `.default` settings.
+    static let defaultBinding = ProtocolBinding(cache: .shared, forwarding: .default)
+
+    /// Makes a new protocol class bound to `binding`.
+    static func makeClass(for binding: ProtocolBinding) -> CachingURLProtocol.Type {
+        state.withLock { state in
+            state.next += 1
+            let type = classForSlot(SlotRoot.self, bits: state.next)
+            state.bindings[ObjectIdentifier(type)] = binding
+            return type
+        }
+    }
+
+    static func binding(for type: AnyClass) -> ProtocolBinding {
+        state.withLock { $0.bindings[ObjectIdentifier(type)] } ?? defaultBinding
+    }
+
+    private static func classForSlot<S: BindingSlot>(_ slot: S.Type, bits: Int) -> CachingURLProtocol.Type {
+        if bits == 0 { return BoundCachingURLProtocol<S>.self }
+        return bits & 1 == 0 ? classForSlot(SlotBit0<S>.self, bits: bits >> 1)
+                             : classForSlot(SlotBit1<S>.self, bits: bits >> 1)
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import Testing
+@testable import HTTPCaching
+import LoopbackOrigin
+
+/// A clock tests move by hand, so no test sleeps across a window.
+final class TestClock: Sendable {
+    private let date = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
+
+    var now: Date { date.withLock { $0 } }
+
+    func advance(by seconds: TimeInterval) {
+        date.withLock { $0 += seconds }
+    }
+
+    var closure: @Sendable () -> Date { { self.now } }
+}
+
+/// Records a cache's events and lets a test wait for one, with a timeout, without sleeping.
+final class EventRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [CacheEvent] = []
+    private var waiters: [(id: Int, predicate: ([CacheEvent]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var nextID = 0
+    private var observation: CacheObservation?
+
+    init(_ cache: HTTPCache) {
+        observation = cache.observe { [weak self] in self?.append($0) }
+    }
+
+    deinit { observation?.cancel() }
+
+    var events: [CacheEvent] { lock.withLock { recorded } }
+    var kinds: [CacheEvent.Kind] { events.map(\.kind) }
+
+    func count(_ kind: CacheEvent.Kind) -> Int { kinds.filter { $0 == kind }.count }
+
+    func count(where predicate: (CacheEvent.Kind) -> Bool) -> Int { kinds.filter(predicate).count }
+
+    private func append(_ event: CacheEvent) {
+        let ready: [CheckedContinuation<Bool, Never>] = lock.withLock {
+            recorded.append(event)
+            let matched = waiters.filter { $0.predicate(recorded) }
+            waiters.removeAll { waiter in matched.contains { $0.id == waiter.id } }
+            return matched.map(\.continuation)
+        }
+        for continuation in ready { continuation.resume(returning: true) }
+    }
+
+    /// Waits until `predicate` holds for the events so far; false after `timeout` seconds.
+    func wait(timeout: TimeInterval = 10, until predicate: @escaping ([CacheEvent]) -> Bool) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let id: Int? = lock.withLock {
+                if predicate(recorded) { return nil }
+                nextID += 1
+                waiters.append((nextID, predicate, continuation))
+                return nextID
+            }
+            guard let id else { continuation.resume(returning: true); return }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
+                guard let self else { return }
+                let waiter = self.lock.withLock { () -> CheckedContinuation<Bool, Never>? in
+                    guard let index = self.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return self.waiters.remove(at: index).continuation
+                }
+                waiter?.resume(returning: false)
+            }
+        }
+    }
+
+    /// Waits until `count` events of `kind` have been recorded.
+    func wait(for kind: CacheEvent.Kind, count: Int = 1, timeout: TimeInterval = 10) async -> Bool {
+        await wait(timeout: timeout) { events in events.filter { $0.kind == kind }.count >= count }
+    }
+}
+
+struct FetchResult: Sendable {
+    let data: Data
+    let response: HTTPURLResponse
+
+    var text: String { String(decoding: data, as: UTF8.self) }
+    var status: CacheStatus? { response.cacheStatus }
+}
+
+/// A completion-handler data task, awaited.
+func fetch(_ session: URLSession, _ request: URLRequest) async throws -> FetchResult {
+    try await withCheckedThrowingContinuation { continuation in
+        session.dataTask(with: request) { data, response, error in
+            if let error {
+                continuation.resume(throwing: error)
+            } else if let http = response as? HTTPURLResponse {
+                continuation.resume(returning: FetchResult(data: data ?? Data(), response: http))
+            } else {
+                continuation.resume(throwing: URLError(.badServerResponse))
+            }
+        }.resume()
+    }
+}
+
+func fetch(_ session: URLSession, _ url: URL) async throws -> FetchResult {
+    try await fetch(session, URLRequest(url: url))
+}
+
+/// An origin, a cache on a moved-by-hand clock, and a session with caching installed.
+final class Harness: @unchecked Sendable {
+    let origin: LoopbackOrigin
+    let clock = TestClock()
+    let cache: HTTPCache
+    let session: URLSession
+    let recorder: EventRecorder
+
+    init(configuration: CacheConfiguration = CacheConfiguration(),
+         store: any ResponseStore = MemoryResponseStore(),
+         sessionConfiguration: URLSessionConfiguration = .ephemeral) throws {
+        origin = try LoopbackOrigin()
+        cache = HTTPCache(configuration: configuration, store: store, now: clock.closure)
+        recorder = EventRecorder(cache)
+        sessionConfiguration.enableHTTPCaching(cache)
+        session = URLSession(configuration: sessionConfiguration)
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+        origin.stop()
+    }
+
+    func get(_ path: String, headers: [String: String] = [:]) async throws -> FetchResult {
+        var request = URLRequest(url: origin.url(path))
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return try await fetch(session, request)
+    }
+}
+
+extension CacheWindows {
+    /// Windows for tests, where the values are known to be valid.
+    static func test(fresh: TimeInterval, usable: TimeInterval) -> CacheWindows {
+        try! CacheWindows(fresh: fresh, usable: usable)
+    }
+}

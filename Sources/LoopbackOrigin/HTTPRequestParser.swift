@@ -32,21 +32,20 @@ struct SocketReader {
     /// Reads up to and including CRLF CRLF; nil if the connection closed first or the head
     /// grows past `limit`.
     mutating func readHead(limit: Int) -> (bytes: [UInt8], tooLarge: Bool)? {
-        var scanFrom = start
+        // Bytes after `start` already searched; relative, because `fill()` may compact.
+        var scanned = 0
         while true {
-            if buffer.count - start >= 4 {
-                var i = max(start, scanFrom - 3)
-                while i + 3 < buffer.count {
-                    if buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
-                        let head = Array(buffer[start..<(i + 4)])
-                        start = i + 4
-                        return (head, false)
-                    }
-                    i += 1
+            var i = start + max(0, scanned - 3)
+            while i + 3 < buffer.count {
+                if buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
+                    let head = Array(buffer[start..<(i + 4)])
+                    start = i + 4
+                    return (head, false)
                 }
-                scanFrom = buffer.count
+                i += 1
             }
-            if buffer.count - start > limit { return ([], true) }
+            scanned = buffer.count - start
+            if scanned > limit { return ([], true) }
             guard fill() else { return nil }
         }
     }

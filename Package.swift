@@ -19,7 +19,13 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPCachingTests",
-            dependencies: ["HTTPCaching", "LoopbackOrigin", "cache-demo"]
+            dependencies: ["HTTPCaching", "LoopbackOrigin", "cache-demo", "registration-probe"]
+        ),
+        // Run by the tests in a fresh process (global registration depends on process history).
+        .executableTarget(
+            name: "registration-probe",
+            dependencies: ["HTTPCaching", "LoopbackOrigin"],
+            path: "Tests/RegistrationProbe"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -180,6 +180,29 @@ public final class LoopbackOrigin: @unchecked Sendable {
         }
     }
 
+    /// How many client connections are open now.
+    public var openConnections: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return connections.count
+    }
+
+    /// Waits, without blocking the caller's thread, until at most `count` connections are open.
+    /// - Returns: false if `timeout` passed first.
+    public func openConnections(atMost count: Int, timeout: TimeInterval = 10) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let deadline = Date(timeIntervalSinceNow: timeout)
+                self.lock.lock()
+                defer { self.lock.unlock() }
+                while self.connections.count > count {
+                    if !self.lock.wait(until: deadline) { break }
+                }
+                continuation.resume(returning: self.connections.count <= count)
+            }
+        }
+    }
+
     /// Stops listening and closes every open connection. Safe to call twice.
     public func stop() {
         lock.lock()
@@ -220,6 +243,7 @@ public final class LoopbackOrigin: @unchecked Sendable {
         defer {
             lock.lock()
             connections.remove(fd)
+            lock.broadcast()
             lock.unlock()
             close(fd)
         }

@@ -12,9 +12,11 @@ import FoundationNetworking
 /// protocol class, and the class finds its binding here.
 final class ProtocolBinding: Sendable {
     let cache: HTTPCache
-    /// Forwards requests; its protocol classes never include a caching class, so nothing
-    /// it sends can come back to the cache (the loop guard that works on Linux).
-    let session: URLSession
+    /// The settings forwarded requests go out with, and the session made from them on first
+    /// use. Made lazily: creating any URLSession registers Foundation's built-in protocol
+    /// classes, which must not happen inside `protocolClass(for:)` before the user's own
+    /// `URLProtocol.registerClass` call, or the built-in HTTP class would answer first.
+    private let forwarding: Mutex<(configuration: URLSessionConfiguration, session: URLSession?)>
     /// Where forwarded tasks are created: never synchronously on the URLSession work queue
     /// that runs `startLoading` (that traps on Linux).
     let queue = DispatchQueue(label: "HTTPCaching.forward", qos: .userInitiated, attributes: .concurrent)
@@ -25,7 +27,18 @@ final class ProtocolBinding: Sendable {
         forwarding.protocolClasses = (forwarding.protocolClasses ?? []).filter { !($0 is CachingURLProtocol.Type) }
         forwarding.urlCache = nil
         forwarding.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: forwarding)
+        self.forwarding = Mutex((forwarding, nil))
+    }
+
+    /// Forwards requests; its protocol classes never include a caching class, so nothing
+    /// it sends can come back to the cache (the loop guard that works on Linux).
+    var session: URLSession {
+        forwarding.withLock { state in
+            if let session = state.session { return session }
+            let session = URLSession(configuration: state.configuration)
+            state.session = session
+            return session
+        }
     }
 
     /// The request as it goes to the network: marked as handled, private headers removed.

@@ -1,0 +1,286 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import HTTPCaching
+import LoopbackOrigin
+
+/// Global registration touches process-wide state, so these run one at a time.
+@Suite("No request loops, however caching is installed", .serialized)
+struct LoopTests {
+    func distinctMisses(_ session: URLSession, _ origin: LoopbackOrigin, count: Int = 5) async throws -> [FetchResult] {
+        var results: [FetchResult] = []
+        for i in 0..<count { results.append(try await fetch(session, origin.url("/loop?i=\(i)"))) }
+        return results
+    }
+
+    @Test("installed in the configuration: one origin request per miss")
+    func inConfiguration() async throws {
+        let h = try Harness()
+        h.origin.routeVersioned("/loop")
+        let results = try await distinctMisses(h.session, h.origin)
+        #expect(results.allSatisfy { $0.status == .miss })
+        #expect(h.origin.requestCount("/loop") == 5)
+        let binding = BindingRegistry.binding(for: try #require(h.session.configuration.protocolClasses?.first))
+        #expect(binding.cache === h.cache)
+        #expect(!(binding.session.configuration.protocolClasses ?? []).contains { $0 is CachingURLProtocol.Type },
+                "the forwarding session never contains a caching class")
+    }
+
+    /// Runs the registration probe in a new process and returns its output lines.
+    func probe(_ arguments: [String] = []) throws -> [String] {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var probeURL = directory.appendingPathComponent("registration-probe")
+        // The test bundle may sit one level inside the build folder.
+        if !FileManager.default.fileExists(atPath: probeURL.path) {
+            probeURL = directory.deletingLastPathComponent().appendingPathComponent("registration-probe")
+        }
+        let process = Process()
+        process.executableURL = probeURL
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    @Test("registered with URLProtocol.registerClass before any session: URLSession.shared is cached, one origin request per miss")
+    func registered() throws {
+        let lines = try probe()
+        #expect(lines == ["/probe?a miss v1 ok", "/probe?b miss v2 ok", "/probe?a fresh v1 ok",
+                          "/probe?c miss v3 ok", "/probe?b fresh v2 ok", "origin 3"])
+    }
+
+    @Test("registered and in the configuration, in a fresh process: one origin request per miss")
+    func registeredAndConfigured() throws {
+        let lines = try probe(["--both"])
+        #expect(lines.last == "origin 3")
+        #expect(lines.filter { $0.contains(" fresh ") }.count == 2)
+    }
+
+    @Test("registered after sessions exist: the built-in HTTP class answers first, so nothing is cached and nothing loops")
+    func registeredLate() async throws {
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeVersioned("/loop")
+        _ = URLSession(configuration: .ephemeral) // sessions exist: the built-in classes are registered
+        let registeredClass: AnyClass = CachingURLProtocol.protocolClass(for: HTTPCache())
+        #expect(URLProtocol.registerClass(registeredClass))
+        defer { URLProtocol.unregisterClass(registeredClass) }
+        let plain = URLSession(configuration: .ephemeral)
+        let results = try await distinctMisses(plain, origin)
+        #expect(results.allSatisfy { $0.status == nil })
+        #expect(origin.requestCount("/loop") == 5)
+    }
+
+    @Test("both registered and in the configuration: still one origin request per miss")
+    func both() async throws {
+        let h = try Harness()
+        h.origin.routeVersioned("/loop")
+        #expect(URLProtocol.registerClass(CachingURLProtocol.self))
+        defer { URLProtocol.unregisterClass(CachingURLProtocol.self) }
+        let registeredClass: AnyClass = CachingURLProtocol.protocolClass(for: h.cache)
+        #expect(URLProtocol.registerClass(registeredClass))
+        defer { URLProtocol.unregisterClass(registeredClass) }
+        let results = try await distinctMisses(h.session, h.origin)
+        #expect(results.allSatisfy { $0.status == .miss })
+        #expect(h.origin.requestCount("/loop") == 5)
+        #expect(h.recorder.count(.miss) == 5)
+    }
+
+    @Test("installing twice on one configuration replaces the first installation")
+    func installTwice() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.enableHTTPCaching(HTTPCache())
+        let second = HTTPCache()
+        configuration.enableHTTPCaching(second)
+        #expect((configuration.protocolClasses ?? []).filter { $0 is CachingURLProtocol.Type }.count == 1)
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeVersioned("/loop")
+        _ = try await fetch(URLSession(configuration: configuration), origin.url("/loop"))
+        #expect(second.store.entryCount == 1)
+        #expect(origin.requestCount() == 1)
+    }
+
+    @Test("the handled marker is set on forwarded requests, and canInit refuses what carries it where properties survive")
+    func marker() {
+        let request = URLRequest(url: URL(string: "http://example.test/")!)
+        let forwarded = ProtocolBinding.forwardingRequest(from: request)
+        #expect(CachingURLProtocol.canInit(with: request))
+        // On Linux the bridge to URLRequest drops protocol properties (the fact that makes the
+        // separate forwarding session necessary). This fails, and tells us, if that changes.
+        #if canImport(FoundationNetworking)
+        #expect(URLProtocol.property(forKey: CachingURLProtocol.handledKey, in: forwarded) == nil)
+        #else
+        #expect(!CachingURLProtocol.canInit(with: forwarded))
+        #endif
+    }
+}
+
+@Suite("Faults: the caller gets the error, the store is unchanged, nothing crashes")
+struct FaultTests {
+    @Test("reset, truncated body: the error reaches the caller and nothing is stored",
+          arguments: [LoopbackOrigin.Fault.reset, .truncate])
+    func networkFaults(fault: LoopbackOrigin.Fault) async throws {
+        let h = try Harness()
+        h.origin.route("/bad", response: .init(text: String(repeating: "x", count: 10_000)).withFault(fault))
+        await #expect(throws: (any Error).self) { try await h.get("/bad") }
+        #expect(h.cache.store.entryCount == 0)
+        #expect(h.recorder.count(.stored) == 0)
+    }
+
+    @Test("a timeout reaches the caller as an error")
+    func timeout() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 1
+        let h = try Harness(sessionConfiguration: configuration)
+        h.origin.route("/hang", response: .init(fault: .hang))
+        do {
+            _ = try await h.get("/hang")
+            Issue.record("expected a timeout")
+        } catch {
+            #expect((error as? URLError)?.code == .timedOut)
+        }
+        #expect(h.cache.store.entryCount == 0)
+    }
+
+    @Test("a failing refresh keeps the usable entry and never answers the caller twice",
+          arguments: [LoopbackOrigin.Fault.reset, .truncate])
+    func failingRefresh(fault: LoopbackOrigin.Fault) async throws {
+        let h = try Harness()
+        h.origin.route("/r") { _, hit in
+            hit == 1 ? .init(text: "good") : LoopbackOrigin.Response(text: "partial-body").withFault(fault)
+        }
+        _ = try await h.get("/r")
+        h.clock.advance(by: 120)
+        let stale = try await h.get("/r")
+        #expect(stale.status == .stale && stale.text == "good")
+        #expect(await h.recorder.wait { events in events.contains { if case .refreshFailed = $0.kind { true } else { false } } })
+        let again = try await h.get("/r")
+        #expect(again.status == .stale && again.text == "good", "the stale entry survives the failed refresh")
+        #expect(h.cache.store.entryCount == 1)
+    }
+
+    @Test("a refresh answered with a 5xx keeps the stale entry")
+    func refreshServerError() async throws {
+        let h = try Harness()
+        h.origin.route("/e") { _, hit in hit == 1 ? .init(text: "good") : .init(status: 503, text: "down") }
+        _ = try await h.get("/e")
+        h.clock.advance(by: 120)
+        _ = try await h.get("/e")
+        #expect(await h.recorder.wait { events in events.contains { if case .refreshFailed = $0.kind { true } else { false } } })
+        #expect(try await h.get("/e").text == "good")
+    }
+
+    @Test("cancelling a forwarded task cancels the forwarded request and never calls the client again, 60 times")
+    func cancellation() async throws {
+        let h = try Harness()
+        h.origin.route("/slow", response: .init(fault: .hang))
+        for round in 0..<60 {
+            let calls = CallCounter()
+            let done = DispatchSemaphore(value: 0)
+            let task = h.session.dataTask(with: h.origin.url("/slow?round=\(round)")) { _, _, error in
+                calls.record(error)
+                done.signal()
+            }
+            task.resume()
+            if round % 3 != 0 {
+                // Cancel once the origin holds the forwarded request; otherwise at once.
+                #expect(await h.origin.requests("/slow", count: h.origin.requestCount("/slow") + 1, timeout: 10))
+            }
+            task.cancel()
+            #expect(await calls.waitForFirst(timeout: 10))
+            #expect(calls.codes == [URLError.cancelled.rawValue], "round \(round)")
+        }
+        #expect(await h.origin.openConnections(atMost: 0, timeout: 10), "every forwarded request was cancelled")
+        #expect(h.cache.store.entryCount == 0)
+    }
+}
+
+@Suite("Concurrency")
+struct ConcurrencyTests {
+    @Test("100 concurrent requests to one stale key: all answered at once, exactly one origin refresh")
+    func concurrentStale() async throws {
+        let h = try Harness()
+        let gate = DispatchSemaphore(value: 0)
+        h.origin.route("/hot") { _, hit in
+            if hit > 1 { _ = gate.wait(timeout: .now() + 20) } // hold the refresh until all are answered
+            return .init(text: "v\(hit)")
+        }
+        _ = try await h.get("/hot")
+        h.clock.advance(by: 61)
+        let results = try await withThrowingTaskGroup(of: FetchResult.self) { group in
+            for _ in 0..<100 { group.addTask { try await h.get("/hot") } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 100)
+        #expect(results.allSatisfy { $0.status == .stale && $0.text == "v1" })
+        gate.signal()
+        #expect(await h.recorder.wait(for: .refreshed(bodyChanged: true)))
+        #expect(h.origin.requestCount("/hot") == 2, "one miss, one refresh")
+        #expect(h.recorder.count(.stale) == 100)
+        #expect(h.cache.refreshesInFlight == 0)
+        #expect(try await h.get("/hot").text == "v2")
+    }
+
+    @Test("many concurrent misses on distinct keys are all answered and stored")
+    func concurrentMisses() async throws {
+        let h = try Harness()
+        h.origin.route("/k") { request, _ in .init(text: request.target) }
+        let results = try await withThrowingTaskGroup(of: (Int, FetchResult).self) { group in
+            for i in 0..<50 { group.addTask { (i, try await h.get("/k?i=\(i)")) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.allSatisfy { $0.1.text == "/k?i=\($0.0)" })
+        #expect(h.cache.store.entryCount == 50)
+    }
+}
+
+extension LoopbackOrigin.Response {
+    func withFault(_ fault: LoopbackOrigin.Fault) -> Self {
+        var copy = self
+        copy.fault = fault
+        return copy
+    }
+}
+
+/// Counts completion calls and waits for the first without sleeping.
+final class CallCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [Int] = []
+    private var waiter: CheckedContinuation<Bool, Never>?
+
+    func record(_ error: (any Error)?) {
+        let waiting = lock.withLock { () -> CheckedContinuation<Bool, Never>? in
+            recorded.append((error as? URLError)?.code.rawValue ?? 0)
+            defer { waiter = nil }
+            return waiter
+        }
+        waiting?.resume(returning: true)
+    }
+
+    var codes: [Int] { lock.withLock { recorded } }
+
+    func waitForFirst(timeout: TimeInterval) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let ready = lock.withLock { () -> Bool in
+                if !recorded.isEmpty { return true }
+                waiter = continuation
+                return false
+            }
+            if ready { continuation.resume(returning: true); return }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
+                let waiting = lock.withLock { () -> CheckedContinuation<Bool, Never>? in
+                    defer { waiter = nil }
+                    return waiter
+                }
+                waiting?.resume(returning: false)
+            }
+        }
+    }
+}

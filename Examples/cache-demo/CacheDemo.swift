@@ -1,0 +1,27 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The demo's entry point: `swift run cache-demo [fetch URL ...]`.
+@main
+enum CacheDemo {
+    static func main() async {
+        let command: DemoCommand
+        do {
+            command = try DemoCommand.parse(Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            Output.error(error.description)
+            Output.error("try 'cache-demo --help'")
+            exit(2)
+        }
+        switch command {
+        case .help:
+            Output.line(DemoCommand.usage)
+        case .walkthrough:
+            exit(await Walkthrough.run())
+        case .fetch(let options):
+            exit(await FetchCommand.run(options))
+        }
+    }
+}

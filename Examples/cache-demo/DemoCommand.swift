@@ -1,0 +1,104 @@
+import Foundation
+import HTTPCaching
+
+/// What the command line asked for. Parsing is pure so the tests can check every case.
+enum DemoCommand: Equatable {
+    /// The guided walkthrough against the embedded origin.
+    case walkthrough
+    /// Fetch a URL through the cache, repeatedly.
+    case fetch(FetchOptions)
+    /// Print the usage.
+    case help
+}
+
+struct FetchOptions: Equatable {
+    var url: URL
+    var windows = CacheWindows.standard
+    var repeatCount = 1
+    var interval: TimeInterval = 0
+    var json = false
+}
+
+/// A command line that cannot be run; the demo prints it and exits with status 2.
+struct UsageError: Error, Equatable, CustomStringConvertible {
+    let description: String
+}
+
+extension DemoCommand {
+    static let usage = """
+    usage: cache-demo                      walk through miss, fresh, stale, refresh and expiry
+                                           against an embedded local origin
+           cache-demo fetch URL [options]  fetch URL through the cache
+           cache-demo --help
+
+    fetch options:
+      --fresh SECONDS     fresh window: served with no network (default 60; may be fractional)
+      --usable SECONDS    usable window: served, then refreshed in the background
+                          (default 172800, two days)
+      --repeat N          how many requests to make (default 1)
+      --interval SECONDS  pause between requests (default 0)
+      --json              one JSON object per request and per event, instead of a table
+
+    exit status: 0 success, 1 a request failed, 2 a bad command line
+    """
+
+    /// Parses the arguments after the program name.
+    static func parse(_ arguments: [String]) throws(UsageError) -> DemoCommand {
+        guard let first = arguments.first else { return .walkthrough }
+        if first == "--help" || first == "-h" || first == "help" { return .help }
+        guard first == "fetch" else { throw UsageError(description: "unknown command '\(first)'") }
+
+        var url: URL?
+        var fresh: Double?, usable: Double?
+        var options = FetchOptions(url: URL(string: "http://localhost/")!)
+        var rest = arguments.dropFirst()[...]
+        while let argument = rest.popFirst() {
+            if argument == "--help" || argument == "-h" { return .help }
+            if argument == "--json" { options.json = true; continue }
+            if argument.hasPrefix("-") {
+                var name = argument, value: String?
+                if let equals = argument.firstIndex(of: "=") {
+                    name = String(argument[..<equals])
+                    value = String(argument[argument.index(after: equals)...])
+                }
+                guard ["--fresh", "--usable", "--repeat", "--interval"].contains(name) else {
+                    throw UsageError(description: "unknown option '\(name)'")
+                }
+                guard let text = value ?? rest.popFirst() else { throw UsageError(description: "\(name) needs a value") }
+                switch name {
+                case "--fresh": fresh = try seconds(text, name)
+                case "--usable": usable = try seconds(text, name)
+                case "--interval": options.interval = try seconds(text, name)
+                default:
+                    guard let count = Int(text), count >= 1 else {
+                        throw UsageError(description: "--repeat takes a whole number of at least 1, not '\(text)'")
+                    }
+                    options.repeatCount = count
+                }
+                continue
+            }
+            guard url == nil else { throw UsageError(description: "unexpected argument '\(argument)'") }
+            guard let parsed = URL(string: argument), let scheme = parsed.scheme?.lowercased(),
+                  scheme == "http" || scheme == "https", parsed.host?.isEmpty == false else {
+                throw UsageError(description: "not an http or https URL: '\(argument)'")
+            }
+            url = parsed
+        }
+        guard let url else { throw UsageError(description: "fetch needs a URL") }
+        options.url = url
+        do {
+            options.windows = try CacheWindows(fresh: fresh ?? CacheWindows.standard.fresh,
+                                               usable: usable ?? max(CacheWindows.standard.usable, fresh ?? 0))
+        } catch {
+            throw UsageError(description: error.description)
+        }
+        return .fetch(options)
+    }
+
+    private static func seconds(_ text: String, _ name: String) throws(UsageError) -> Double {
+        guard let value = Double(text), value.isFinite, value >= 0 else {
+            throw UsageError(description: "\(name) takes a number of seconds of at least 0, not '\(text)'")
+        }
+        return value
+    }
+}

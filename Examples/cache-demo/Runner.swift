@@ -1,0 +1,65 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPCaching
+
+/// One request through the cache, as the demo reports it.
+struct Row {
+    let n: Int
+    let elapsed: TimeInterval
+    let cache: String
+    let status: Int
+    let body: Data
+    let ms: Double
+
+    var jsonLine: JSONLine {
+        JSONLine([("n", .int(n)), ("cache", .string(cache)), ("status", .int(status)),
+                  ("bytes", .int(body.count)), ("ms", .number(ms)), ("elapsed", .number(elapsed))])
+    }
+}
+
+/// Makes numbered requests on a caching session and times them.
+struct Runner {
+    let session: URLSession
+    let started = Date()
+
+    func request(_ n: Int, _ url: URL) async throws -> Row {
+        let begin = DispatchTime.now()
+        let (data, response) = try await session.data(for: URLRequest(url: url))
+        let ms = Double(DispatchTime.now().uptimeNanoseconds - begin.uptimeNanoseconds) / 1e6
+        let http = response as? HTTPURLResponse
+        return Row(n: n, elapsed: Date().timeIntervalSince(started), cache: http?.cacheStatus?.rawValue ?? "none",
+                   status: http?.statusCode ?? 0, body: data, ms: ms)
+    }
+
+    /// Waits for the cache's background refreshes to end, at most `limit` seconds.
+    static func waitForRefreshes(_ cache: HTTPCache, limit: TimeInterval = 30) async {
+        let deadline = Date(timeIntervalSinceNow: limit)
+        while cache.refreshesInFlight > 0 && Date() < deadline {
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
+    }
+}
+
+/// A fixed-width table printed a row at a time.
+struct Table {
+    let columns: [(title: String, width: Int)]
+
+    func header() {
+        Output.line(columns.map { pad($0.title, $0.width) }.joined(separator: "  "))
+        Output.line(columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  "))
+    }
+
+    func row(_ cells: [String]) {
+        Output.line(zip(columns, cells).map { pad($1, $0.width) }.joined(separator: "  "))
+    }
+
+    private func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+    }
+}
+
+func format(_ value: Double, _ decimals: Int = 1) -> String {
+    String(format: "%.\(decimals)f", value)
+}

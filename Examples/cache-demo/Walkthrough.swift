@@ -1,0 +1,76 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPCaching
+import LoopbackOrigin
+
+/// `cache-demo` with no arguments: every transition, in a few seconds of real time, against
+/// an embedded origin whose body changes on every request.
+enum Walkthrough {
+    static let windows = try! CacheWindows(fresh: 1, usable: 3)
+    static let originLatency: TimeInterval = 0.05
+
+    /// Runs the walkthrough. - Returns: the exit status.
+    static func run() async -> Int32 {
+        let origin: LoopbackOrigin
+        do {
+            origin = try LoopbackOrigin()
+        } catch {
+            Output.error("cannot start the embedded origin: \(error)")
+            return 1
+        }
+        defer { origin.stop() }
+        origin.route("/resource") { _, hit in
+            .init(headers: [("Content-Type", "text/plain")], text: "version \(hit)", delay: originLatency)
+        }
+        let url = origin.url("/resource")
+        let cache = HTTPCache(configuration: CacheConfiguration(windows: windows))
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.enableHTTPCaching(cache)
+        let runner = Runner(session: URLSession(configuration: configuration))
+        let observation = cache.observe { event in
+            if case .refreshed = event.kind { Output.line("      -> \(event.summary)") }
+        }
+        defer { observation.cancel() }
+
+        Output.line("""
+        swift-http-caching walkthrough
+        origin: \(url.absoluteString) (answers "version N", N counting its requests, after \(Int(originLatency * 1000)) ms)
+        windows: fresh \(format(windows.fresh)) s, usable \(format(windows.usable)) s
+
+        """)
+        let table = Table(columns: [("#", 3), ("elapsed s", 9), ("served", 8), ("status", 6), ("body", 10), ("ms", 7), ("origin hits", 11)])
+        table.header()
+
+        var n = 0
+        func step(_ note: String) async throws {
+            n += 1
+            let row = try await runner.request(n, url)
+            table.row([String(n), format(row.elapsed, 2), row.cache, String(row.status),
+                       String(decoding: row.body, as: UTF8.self), format(row.ms), String(origin.requestCount("/resource"))])
+            Output.line("      \(note)")
+        }
+
+        do {
+            try await step("miss: nothing stored, fetched from the origin and stored")
+            try await step("fresh: younger than \(format(windows.fresh)) s, answered from the store, no network")
+            try await pause(windows.fresh + 0.2)
+            try await step("stale: past the fresh window, answered from the store at once; refreshing in the background")
+            await Runner.waitForRefreshes(cache)
+            try await step("fresh again: the refreshed body, stored a moment ago")
+            try await pause(windows.usable + 0.2)
+            try await step("expired: older than the \(format(windows.usable)) s usable window, removed and fetched again")
+            try await step("fresh: the new body is served from the store")
+        } catch {
+            Output.error("walkthrough request failed: \(error.localizedDescription)")
+            return 1
+        }
+        Output.line("\nthe origin answered \(origin.requestCount("/resource")) of \(n) requests; the cache answered the rest.")
+        return 0
+    }
+
+    private static func pause(_ seconds: TimeInterval) async throws {
+        try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+    }
+}

@@ -284,6 +284,21 @@ struct EndToEndTests {
         #expect(kinds == [.miss, .stored, .fresh])
     }
 
+    @Test("a full store evicts the least recently used entry and says so")
+    func eviction() async throws {
+        let h = try Harness(store: try MemoryResponseStore(byteLimit: 1 << 20, countLimit: 2))
+        h.origin.routeVersioned("/e")
+        _ = try await h.get("/e?1")
+        _ = try await h.get("/e?2")
+        _ = try await h.get("/e?1")   // a use: /e?2 is now least recent
+        _ = try await h.get("/e?3")
+        let evicted = h.recorder.events.filter { $0.kind == .evicted }
+        #expect(evicted.map(\.key) == [CacheKey(url: h.origin.url("/e?2"))])
+        #expect(evicted.first?.url == h.origin.url("/e?2"))
+        #expect(try await h.get("/e?1").status == .fresh)
+        #expect(try await h.get("/e?2").status == .miss)
+    }
+
     @Test("management: look up, remove one, remove all")
     func management() async throws {
         let h = try Harness()

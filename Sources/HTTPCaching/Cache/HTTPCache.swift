@@ -124,7 +124,7 @@ public final class HTTPCache: Sendable {
                                windows: configuration.responseWindows?(response))
         do {
             let result = try store.write(entry)
-            for evicted in result.evicted { emit(.evicted, evicted, nil) }
+            for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
             guard result.stored else { return nil }
             emit(.stored, key, entry.url)
             return entry

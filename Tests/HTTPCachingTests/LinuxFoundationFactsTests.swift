@@ -1,0 +1,88 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import Testing
+
+/// The facts about corelibs Foundation the package's design rests on. Each fails, and says
+/// which design choice to revisit, if Foundation changes.
+@Suite("Facts about URLProtocol on Linux that the design relies on")
+struct LinuxFoundationFactsTests {
+    #if canImport(FoundationNetworking)
+    @Test("several didLoad calls: completion handlers get only the last chunk, delegates get all (so the cache delivers a body in one call)")
+    func chunkedDidLoad() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [ThreeChunkProtocol.self]
+        let session = URLSession(configuration: configuration)
+        let (data, _) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse?), any Error>) in
+            session.dataTask(with: URL(string: "http://facts.test/chunks")!) { data, response, error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: (data ?? Data(), response)) }
+            }.resume()
+        }
+        #expect(data == Data("three".utf8))
+
+        let collector = DelegateCollector()
+        let delegateSession = URLSession(configuration: configuration, delegate: collector, delegateQueue: nil)
+        delegateSession.dataTask(with: URL(string: "http://facts.test/chunks")!).resume()
+        let (all, _) = try await collector.result()
+        #expect(all == Data("onetwothree".utf8))
+        delegateSession.finishTasksAndInvalidate()
+    }
+
+    @Test("session additional headers do not reach a custom protocol's request (so the cache copies the caller's configuration)")
+    func additionalHeadersNotMerged() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpAdditionalHeaders = ["X-From-Session": "yes"]
+        configuration.protocolClasses = [HeaderCapturingProtocol.self]
+        let session = URLSession(configuration: configuration)
+        var request = URLRequest(url: URL(string: "http://facts.test/headers")!)
+        request.setValue("yes", forHTTPHeaderField: "X-From-Request")
+        _ = try await session.data(for: request)
+        let seen = HeaderCapturingProtocol.seen.withLock { $0["/headers"] ?? [:] }
+        #expect(seen["X-From-Request"] == "yes")
+        #expect(seen["X-From-Session"] == nil)
+    }
+
+    @Test("the task is set before startLoading runs (so the cache can refuse download tasks there)")
+    func taskIsSet() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [HeaderCapturingProtocol.self]
+        let session = URLSession(configuration: configuration)
+        _ = try await session.data(for: URLRequest(url: URL(string: "http://facts.test/task")!))
+        #expect(HeaderCapturingProtocol.sawTask.withLock { $0 })
+    }
+    #endif
+}
+
+/// Answers with one response and three body chunks.
+final class ThreeChunkProtocol: URLProtocol {
+    override class func canInit(with request: URLRequest) -> Bool { true }
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+    override func startLoading() {
+        let response = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!
+        client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+        for chunk in ["one", "two", "three"] { client?.urlProtocol(self, didLoad: Data(chunk.utf8)) }
+        client?.urlProtocolDidFinishLoading(self)
+    }
+    override func stopLoading() {}
+}
+
+/// Records the headers of the request it is given and whether its task was set.
+final class HeaderCapturingProtocol: URLProtocol {
+    static let seen = Mutex<[String: [String: String]]>([:]) // by URL path
+    static let sawTask = Mutex(false)
+    override class func canInit(with request: URLRequest) -> Bool { true }
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+    override func startLoading() {
+        let headers = request.allHTTPHeaderFields ?? [:]
+        let path = request.url?.path ?? ""
+        Self.seen.withLock { $0[path] = headers }
+        let hasTask = task != nil
+        Self.sawTask.withLock { $0 = hasTask }
+        let response = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!
+        client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+        client?.urlProtocolDidFinishLoading(self)
+    }
+    override func stopLoading() {}
+}

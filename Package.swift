@@ -19,13 +19,19 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPCachingTests",
-            dependencies: ["HTTPCaching", "LoopbackOrigin", "cache-demo", "registration-probe"]
+            dependencies: ["HTTPCaching", "LoopbackOrigin", "cache-demo", "registration-probe", "store-crash-writer"]
         ),
         // Run by the tests in a fresh process (global registration depends on process history).
         .executableTarget(
             name: "registration-probe",
             dependencies: ["HTTPCaching", "LoopbackOrigin"],
             path: "Tests/RegistrationProbe"
+        ),
+        // Run by the tests and killed with SIGKILL at random moments, to prove crash safety.
+        .executableTarget(
+            name: "store-crash-writer",
+            dependencies: ["HTTPCaching"],
+            path: "Tests/StoreCrashWriter"
         ),
     ],
     swiftLanguageModes: [.v6]

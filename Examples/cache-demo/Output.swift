@@ -70,6 +70,7 @@ extension CacheEvent {
         case .refreshFailed(let reason): fields = [("event", .string("refresh_failed")), ("reason", .string(reason))]
         case .evicted: fields = [("event", .string("evicted"))]
         case .invalidated: fields = [("event", .string("invalidated"))]
+        case .corrupted(let reason): fields = [("event", .string("corrupted")), ("reason", .string(reason))]
         case .storeFailed(let reason): fields = [("event", .string("store_failed")), ("reason", .string(reason))]
         }
         fields.append(("key", .string(key.description)))

@@ -25,6 +25,8 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         case evicted
         /// An unsafe method (POST, PUT, PATCH, DELETE) removed the entry for its URL.
         case invalidated
+        /// A damaged, truncated or foreign entry was found, removed, and treated as a miss.
+        case corrupted(reason: String)
         /// The store failed to read or write; the request went on without it.
         case storeFailed(reason: String)
     }

@@ -21,6 +21,8 @@ public final class HTTPCache: Sendable {
 
     let hub = EventHub()
     private let refreshing = Mutex<Set<CacheKey>>([])
+    /// Windows set ahead of time for single entries with `setWindows(_:for:)`.
+    private let entryWindows = Mutex<[CacheKey: CacheWindows]>([:])
 
     /// A cache with the given parts.
     /// - Parameters:
@@ -62,9 +64,42 @@ public final class HTTPCache: Sendable {
         return configuration.keyRewriter?(key, request) ?? key
     }
 
+    /// Whether a response is stored for a request, whatever its age.
+    public func hasEntry(for request: URLRequest) -> Bool {
+        cachedEntry(for: request) != nil
+    }
+
     /// The entry stored for a request, whatever its age; nil if none.
     public func cachedEntry(for request: URLRequest) -> CacheEntry? {
         lookup(key(for: request), url: request.url)
+    }
+
+    /// Stores a response for a request by hand, as if it had just come from the network,
+    /// whatever its status or headers say.
+    /// - Parameter windows: windows for this entry alone; nil uses those set with
+    ///   `setWindows(_:for:)`, else the configuration's `responseWindows`, else the cache's.
+    /// - Returns: whether the store kept it (false if it exceeds the store's limits).
+    @discardableResult
+    public func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest,
+                              windows: CacheWindows? = nil) throws -> Bool {
+        let key = key(for: request)
+        var entry = makeEntry(response, body: data, for: request, key: key)
+        if let windows { entry.windows = windows }
+        let result = try store.write(entry)
+        for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
+        if result.stored { emit(.stored, key, entry.url) }
+        return result.stored
+    }
+
+    /// Sets the windows for one request's entry: applied to the entry stored now, if any,
+    /// and to every response stored for it from now on (this process only). nil clears them.
+    public func setWindows(_ windows: CacheWindows?, for request: URLRequest) throws {
+        let key = key(for: request)
+        entryWindows.withLock { $0[key] = windows }
+        if var entry = try store.entry(for: key) {
+            entry.windows = windows
+            try store.write(entry)
+        }
     }
 
     /// Removes the entry stored for a request, if any.
@@ -73,9 +108,22 @@ public final class HTTPCache: Sendable {
     }
 
     /// Removes every entry.
-    public func removeAll() throws {
-        try store.removeAll()
+    /// - Parameter progress: called as entries are removed (often, for a large disk store).
+    public func removeAll(progress: (RemovalProgress) -> Void = { _ in }) throws {
+        try store.removeAll(progress: progress)
     }
+
+    /// Removes every entry stored at or after `date`.
+    /// - Parameter progress: called as entries are removed.
+    public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
+        try store.removeEntries(storedSince: date, progress: progress)
+    }
+
+    /// The bytes the stored entries account for.
+    public var totalBytes: Int { store.totalBytes }
+
+    /// How many entries are stored.
+    public var entryCount: Int { store.entryCount }
 
     /// How many background refreshes are running now.
     public var refreshesInFlight: Int {
@@ -92,6 +140,9 @@ public final class HTTPCache: Sendable {
     func lookup(_ key: CacheKey, url: URL?) -> CacheEntry? {
         do {
             return try store.entry(for: key)
+        } catch let ResponseStoreError.corruptEntry(_, reason) {
+            emit(.corrupted(reason: reason), key, url)
+            return nil
         } catch {
             emit(.storeFailed(reason: "read: \(error)"), key, url)
             return nil
@@ -115,13 +166,7 @@ public final class HTTPCache: Sendable {
     /// - Returns: the entry that was stored, or nil if the store declined or failed.
     @discardableResult
     func record(_ response: HTTPURLResponse, body: Data, for request: URLRequest, key: CacheKey) -> CacheEntry? {
-        let entry = CacheEntry(key: key,
-                               url: response.url ?? request.url ?? URL(fileURLWithPath: "/"),
-                               statusCode: response.statusCode,
-                               headers: Self.storableHeaders(of: response),
-                               body: body,
-                               storedAt: now(),
-                               windows: configuration.responseWindows?(response))
+        let entry = makeEntry(response, body: body, for: request, key: key)
         do {
             let result = try store.write(entry)
             for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
@@ -132,6 +177,17 @@ public final class HTTPCache: Sendable {
             emit(.storeFailed(reason: "write: \(error)"), key, entry.url)
             return nil
         }
+    }
+
+    private func makeEntry(_ response: HTTPURLResponse, body: Data, for request: URLRequest, key: CacheKey) -> CacheEntry {
+        let windows = entryWindows.withLock { $0.isEmpty ? nil : $0[key] } ?? configuration.responseWindows?(response)
+        return CacheEntry(key: key,
+                          url: response.url ?? request.url ?? URL(fileURLWithPath: "/"),
+                          statusCode: response.statusCode,
+                          headers: Self.storableHeaders(of: response),
+                          body: body,
+                          storedAt: now(),
+                          windows: windows)
     }
 
     /// Claims the one refresh slot for a key; false if a refresh is already running.

@@ -1,0 +1,61 @@
+import Foundation
+
+/// A memory store in front of another store (usually a `DiskResponseStore`): reads fill
+/// memory, writes and removals go to both, and each applies its own limits.
+///
+/// Sizes and counts are the back store's: it holds everything the memory store holds.
+public final class TieredResponseStore: ResponseStore {
+    /// The fast front tier.
+    public let memory: MemoryResponseStore
+    /// The tier that holds everything.
+    public let back: any ResponseStore
+
+    /// A tiered store. The default front is a `MemoryResponseStore` of 32 MiB and 1,000 entries.
+    public init(memory: MemoryResponseStore? = nil, back: any ResponseStore) {
+        self.memory = memory ?? (try! MemoryResponseStore(byteLimit: 32 << 20, countLimit: 1000))
+        self.back = back
+    }
+
+    public func entry(for key: CacheKey) throws -> CacheEntry? {
+        if let entry = memory.entry(for: key) { return entry }
+        guard let entry = try back.entry(for: key) else { return nil }
+        memory.write(entry)
+        return entry
+    }
+
+    @discardableResult
+    public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
+        let result = try back.write(entry)
+        if result.stored { memory.write(entry) } else { memory.removeEntry(for: entry.key) }
+        for key in result.evicted { memory.removeEntry(for: key) }
+        return result
+    }
+
+    public func removeEntry(for key: CacheKey) throws {
+        memory.removeEntry(for: key)
+        try back.removeEntry(for: key)
+    }
+
+    public func removeAll() throws {
+        memory.removeAll()
+        try back.removeAll()
+    }
+
+    public func removeEntries(storedSince date: Date) throws {
+        memory.removeEntries(storedSince: date)
+        try back.removeEntries(storedSince: date)
+    }
+
+    public func removeAll(progress: (RemovalProgress) -> Void) throws {
+        memory.removeAll()
+        try back.removeAll(progress: progress)
+    }
+
+    public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void) throws {
+        memory.removeEntries(storedSince: date)
+        try back.removeEntries(storedSince: date, progress: progress)
+    }
+
+    public var totalBytes: Int { back.totalBytes }
+    public var entryCount: Int { back.entryCount }
+}

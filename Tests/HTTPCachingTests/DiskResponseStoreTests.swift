@@ -1,0 +1,330 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+@testable import HTTPCaching
+@testable import store_crash_writer
+
+/// A fresh directory under the system's temporary folder, removed when dropped.
+final class TemporaryDirectory {
+    let url: URL
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("http-caching-tests-\(UUID().uuidString)", isDirectory: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    var path: String { url.path }
+
+    func entryFiles() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".entry") }.sorted()
+    }
+}
+
+func permissions(_ path: String) -> mode_t {
+    var info = stat()
+    stat(path, &info)
+    return info.st_mode & 0o777
+}
+
+@Suite("Disk store")
+struct DiskResponseStoreTests {
+    typealias E = StoreConformance
+
+    @Test("passes the store conformance suite")
+    func conformance() throws {
+        let directory = TemporaryDirectory()
+        var count = 0
+        var open: DiskResponseStore?
+        try StoreConformance.run {
+            open?.close()
+            count += 1
+            let store = try DiskResponseStore(directory: directory.url.appendingPathComponent("\(count)"))
+            open = store
+            return store
+        }
+    }
+
+    @Test("a tiered store passes the conformance suite too")
+    func tieredConformance() throws {
+        let directory = TemporaryDirectory()
+        var count = 0
+        try StoreConformance.run {
+            count += 1
+            return TieredResponseStore(back: try DiskResponseStore(directory: directory.url.appendingPathComponent("\(count)")))
+        }
+    }
+
+    @Test("entries, their ages, windows and the order of use survive a restart")
+    func restart() throws {
+        let directory = TemporaryDirectory()
+        do {
+            let store = try DiskResponseStore(directory: directory.url, countLimit: 3, trimRatio: 1)
+            try store.write(E.entry("/a", storedAt: E.base, windows: .test(fresh: 5, usable: 50)))
+            try store.write(E.entry("/b", storedAt: E.base.addingTimeInterval(10)))
+            try store.write(E.entry("/c", storedAt: E.base.addingTimeInterval(20)))
+            _ = try store.entry(for: E.entry("/a").key) // /a is now the most recent use
+            store.close()
+        }
+        let reopened = try DiskResponseStore(directory: directory.url, countLimit: 3, trimRatio: 1)
+        #expect(reopened.entryCount == 3)
+        let a = try #require(try reopened.entry(for: E.entry("/a").key))
+        #expect(a.storedAt == E.base && a.windows == .test(fresh: 5, usable: 50))
+        #expect(a.age(at: E.base.addingTimeInterval(100)) == 100)
+        let result = try reopened.write(E.entry("/d"))
+        #expect(result.evicted == [E.entry("/b").key], "the least recently used before the restart")
+    }
+
+    @Test("a process killed at random moments leaves every readable entry whole and correct")
+    func crashSafety() async throws {
+        let directory = TemporaryDirectory()
+        let writer = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var executable = writer.appendingPathComponent("store-crash-writer")
+        if !FileManager.default.fileExists(atPath: executable.path) {
+            executable = writer.deletingLastPathComponent().appendingPathComponent("store-crash-writer")
+        }
+        var verified = 0
+        for round in 0..<12 {
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = [directory.path]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            _ = pipe.fileHandleForReading.availableData // "ready": the store is open
+            if round == 0 {
+                #expect(throws: DiskStoreError.directoryInUse(path: directory.path)) {
+                    try DiskResponseStore(directory: directory.url)
+                }
+            }
+            // Kill it at a random moment in its loop, and wait for it to end.
+            let pid = process.processIdentifier
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                process.terminationHandler = { _ in continuation.resume() }
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int.random(in: 5...120))) {
+                    kill(pid, SIGKILL)
+                }
+            }
+            #expect(process.terminationReason == .uncaughtSignal)
+
+            let store = try DiskResponseStore(directory: directory.url, byteLimit: 8 << 20, countLimit: 40)
+            for item in 0..<60 {
+                let key = CacheKey(url: URL(string: "http://crash.test/item/\(item)")!)
+                guard let entry = try store.entry(for: key) else { continue }
+                let sequence = try #require(entry.headers["X-Seq"].flatMap(Int.init))
+                #expect(entry.body == CrashBody.body(for: sequence), "entry \(item), sequence \(sequence)")
+                #expect(sequence % 60 == item)
+                verified += 1
+            }
+            #expect(store.entryCount <= 40)
+            store.close()
+        }
+        #expect(verified > 0)
+        #expect(!((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).contains { $0.hasSuffix(".tmp") },
+                "leftover temporary files are removed on open")
+    }
+
+    @Test("damaged files are a miss, removed and reported, never a crash", arguments: ["random", "truncated", "empty", "flipped"])
+    func corruption(kind: String) throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        let entry = E.entry("/victim", body: String(repeating: "payload ", count: 500))
+        try store.write(entry)
+        let file = directory.path + "/" + DiskResponseStore.fileName(for: entry.key) + ".entry"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        switch kind {
+        case "random": bytes = Data((0..<bytes.count).map { _ in UInt8.random(in: 0...255) })
+        case "truncated": bytes = bytes.prefix(bytes.count / 2)
+        case "empty": bytes = Data()
+        default: bytes[bytes.count / 2] ^= 0x40
+        }
+        try bytes.write(to: URL(fileURLWithPath: file))
+        #expect(throws: ResponseStoreError.self) { try store.entry(for: entry.key) }
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(store.entryCount == 0)
+        #expect(try store.entry(for: entry.key) == nil)
+
+        // Through a cache: a miss and a `corrupted` event.
+        try store.write(entry)
+        try bytes.write(to: URL(fileURLWithPath: file))
+        let cache = HTTPCache(store: store)
+        let recorder = EventRecorder(cache)
+        #expect(cache.cachedEntry(for: URLRequest(url: entry.url)) == nil)
+        #expect(recorder.kinds.contains { if case .corrupted = $0 { true } else { false } })
+    }
+
+    @Test("damaged or foreign entry files found on open are removed; files the store does not name are left alone")
+    func corruptionOnOpen() throws {
+        let directory = TemporaryDirectory()
+        try DiskResponseStore(directory: directory.url).close()
+        let foreign = directory.path + "/" + String(repeating: "ab", count: 32) + ".entry"
+        try Data("not an entry".utf8).write(to: URL(fileURLWithPath: foreign))
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: directory.path + "/notes.txt"))
+        let store = try DiskResponseStore(directory: directory.url)
+        #expect(!FileManager.default.fileExists(atPath: foreign))
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/notes.txt"))
+        #expect(store.entryCount == 0)
+    }
+
+    @Test("an entry file holding another key is a miss, never the wrong response")
+    func collision() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        let a = E.entry("/a", body: "A")
+        try store.write(a)
+        let b = E.entry("/b")
+        try FileManager.default.copyItem(atPath: directory.path + "/" + DiskResponseStore.fileName(for: a.key) + ".entry",
+                                         toPath: directory.path + "/" + DiskResponseStore.fileName(for: b.key) + ".entry")
+        #expect(try store.entry(for: b.key) == nil)
+        #expect(try store.entry(for: a.key) == a)
+    }
+
+    @Test("no key names a path outside the directory")
+    func fileNames() {
+        for url in ["http://h/../../../etc/passwd", "http://h/%2e%2e/x", "http://h/a b/\u{0}"] {
+            let name = DiskResponseStore.fileName(for: CacheKey(method: "GET", normalizedURL: url))
+            #expect(name.count == 64 && name.allSatisfy { $0.isHexDigit && !$0.isUppercase })
+        }
+    }
+
+    @Test("the directory is 0700 and entry files 0600")
+    func filePermissions() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url.appendingPathComponent("nested/deeper"))
+        try store.write(E.entry("/p"))
+        let path = directory.path + "/nested/deeper"
+        #expect(permissions(path) == 0o700)
+        #expect(permissions(path + "/" + DiskResponseStore.fileName(for: E.entry("/p").key) + ".entry") == 0o600)
+        #expect(permissions(path + "/index.log") == 0o600)
+    }
+
+    @Test("past the count limit, least recently used entries are trimmed to the ratio")
+    func countLimit() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url, countLimit: 10, trimRatio: 0.7)
+        for i in 0..<10 { try store.write(E.entry("/\(i)")) }
+        _ = try store.entry(for: E.entry("/0").key)
+        let result = try store.write(E.entry("/10"))
+        #expect(result.stored)
+        #expect(store.entryCount == 7)
+        #expect(result.evicted.count == 4)
+        #expect(!result.evicted.contains(E.entry("/0").key), "recently read: kept")
+        #expect(try store.entry(for: E.entry("/10").key) != nil)
+        #expect(directory.entryFiles().count == 7, "evicted files are deleted")
+    }
+
+    @Test("past the byte limit, entries are trimmed to the ratio; an entry over the maximum size is not stored")
+    func byteLimits() throws {
+        let directory = TemporaryDirectory()
+        let one = E.entry("/0", body: String(repeating: "x", count: 1000)).byteCount
+        let store = try DiskResponseStore(directory: directory.url, byteLimit: one * 10, maxEntrySize: 5000, trimRatio: 0.5)
+        for i in 0..<11 { try store.write(E.entry("/\(i)", body: String(repeating: "x", count: 1000))) }
+        #expect(store.totalBytes <= one * 5)
+        let big = E.entry("/big", body: String(repeating: "y", count: 6000))
+        #expect(try store.write(big).stored == false)
+        #expect(try store.entry(for: big.key) == nil)
+    }
+
+    @Test("a second store on the same directory is refused until the first closes")
+    func exclusive() throws {
+        let directory = TemporaryDirectory()
+        let first = try DiskResponseStore(directory: directory.url)
+        #expect(throws: DiskStoreError.directoryInUse(path: directory.path)) { try DiskResponseStore(directory: directory.url) }
+        first.close()
+        let second = try DiskResponseStore(directory: directory.url)
+        #expect(second.entryCount == 0)
+    }
+
+    @Test("a per-session store is wiped when opened and when closed")
+    func perSession() throws {
+        let directory = TemporaryDirectory()
+        let permanent = try DiskResponseStore(directory: directory.url)
+        try permanent.write(E.entry("/old"))
+        permanent.close()
+        let session = try DiskResponseStore(directory: directory.url, policy: .perSession)
+        #expect(session.entryCount == 0, "wiped on open")
+        #expect(try session.entry(for: E.entry("/old").key) == nil)
+        try session.write(E.entry("/new"))
+        #expect(session.entryCount == 1)
+        session.close()
+        #expect(directory.entryFiles().isEmpty, "wiped on close")
+        #expect(try DiskResponseStore(directory: directory.url).entryCount == 0)
+    }
+
+    @Test("opening reads the index, not the bodies")
+    func openReadsNoBodies() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        for i in 0..<2000 { try store.write(E.entry("/\(i)", body: "body \(i)")) }
+        store.close()
+        // Damage every body. If opening read them, it would find and remove them all.
+        for name in directory.entryFiles() {
+            let handle = try FileHandle(forUpdating: URL(fileURLWithPath: directory.path + "/" + name))
+            try handle.seek(toOffset: 20)
+            handle.write(Data([0xFF, 0xFF, 0xFF, 0xFF]))
+            try handle.close()
+        }
+        let reopened = try DiskResponseStore(directory: directory.url)
+        #expect(reopened.entryCount == 2000)
+        #expect(directory.entryFiles().count == 2000)
+        #expect(throws: ResponseStoreError.self) { try reopened.entry(for: E.entry("/7").key) }
+    }
+
+    @Test("a torn last line in the index is ignored")
+    func tornIndex() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        try store.write(E.entry("/a"))
+        store.close()
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path + "/index.log"))
+        handle.seekToEndOfFile()
+        handle.write(Data("P 12ab 99 3".utf8))
+        try handle.close()
+        let reopened = try DiskResponseStore(directory: directory.url)
+        #expect(reopened.entryCount == 1)
+        #expect(try reopened.entry(for: E.entry("/a").key) != nil)
+    }
+
+    @Test("remove-all and remove-since report progress up to the total")
+    func progress() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        for i in 0..<1000 { try store.write(E.entry("/\(i)", storedAt: E.base.addingTimeInterval(Double(i)))) }
+        var reports: [RemovalProgress] = []
+        try store.removeEntries(storedSince: E.base.addingTimeInterval(600)) { reports.append($0) }
+        #expect(reports.first == RemovalProgress(removed: 0, total: 400))
+        #expect(reports.last == RemovalProgress(removed: 400, total: 400))
+        #expect(zip(reports, reports.dropFirst()).allSatisfy { $0.removed <= $1.removed })
+        reports.removeAll()
+        try store.removeAll { reports.append($0) }
+        #expect(reports.last == RemovalProgress(removed: 600, total: 600))
+        #expect(reports.count > 2)
+        #expect(directory.entryFiles().isEmpty)
+    }
+
+    @Test("the default directory is under XDG_CACHE_HOME, else ~/.cache")
+    func defaultDirectory() {
+        let url = DiskResponseStore.defaultDirectory
+        #expect(url.lastPathComponent == "swift-http-caching")
+        if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], !xdg.isEmpty {
+            #expect(url.deletingLastPathComponent().path == URL(fileURLWithPath: xdg).path)
+        } else {
+            #expect(url.deletingLastPathComponent().lastPathComponent == ".cache")
+        }
+    }
+}
+
+@Suite("SHA-256")
+struct SHA256Tests {
+    @Test("matches the FIPS 180-4 test vectors", arguments: [
+        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+        (String(repeating: "a", count: 1000), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3"),
+    ])
+    func vectors(input: String, digest: String) {
+        #expect(SHA256.hex(Array(input.utf8)) == digest)
+    }
+}

@@ -18,8 +18,8 @@ enum CacheDemo {
         switch command {
         case .help:
             Output.line(DemoCommand.usage)
-        case .walkthrough:
-            exit(await Walkthrough.run())
+        case .walkthrough(let store):
+            exit(await Walkthrough.run(store: store))
         case .fetch(let options):
             exit(await FetchCommand.run(options))
         }

@@ -4,15 +4,41 @@ import HTTPCaching
 /// What the command line asked for. Parsing is pure so the tests can check every case.
 enum DemoCommand: Equatable {
     /// The guided walkthrough against the embedded origin.
-    case walkthrough
+    case walkthrough(StoreChoice)
     /// Fetch a URL through the cache, repeatedly.
     case fetch(FetchOptions)
     /// Print the usage.
     case help
 }
 
+/// Where the demo's cache keeps its entries.
+enum StoreChoice: Equatable {
+    /// In memory: gone when the demo exits.
+    case memory
+    /// On disk (a memory tier in front), in the given directory or the default one.
+    case disk(path: String?)
+
+    init(parsing text: String) throws(UsageError) {
+        if text == "memory" { self = .memory; return }
+        if text == "disk" { self = .disk(path: nil); return }
+        if text.hasPrefix("disk:"), text.count > 5 { self = .disk(path: String(text.dropFirst(5))); return }
+        throw UsageError(description: "--store takes memory, disk or disk:PATH, not '\(text)'")
+    }
+
+    func makeStore() throws -> any ResponseStore {
+        switch self {
+        case .memory:
+            return MemoryResponseStore()
+        case .disk(let path):
+            let directory = path.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DiskResponseStore.defaultDirectory
+            return TieredResponseStore(back: try DiskResponseStore(directory: directory))
+        }
+    }
+}
+
 struct FetchOptions: Equatable {
     var url: URL
+    var store = StoreChoice.memory
     var windows = CacheWindows.standard
     var repeatCount = 1
     var interval: TimeInterval = 0
@@ -26,10 +52,14 @@ struct UsageError: Error, Equatable, CustomStringConvertible {
 
 extension DemoCommand {
     static let usage = """
-    usage: cache-demo                      walk through miss, fresh, stale, refresh and expiry
+    usage: cache-demo [--store STORE]      walk through miss, fresh, stale, refresh and expiry
                                            against an embedded local origin
            cache-demo fetch URL [options]  fetch URL through the cache
            cache-demo --help
+
+    --store STORE         memory (the default), disk (under ~/.cache/swift-http-caching)
+                          or disk:PATH; a second run with a disk store is answered from
+                          the first run's entries
 
     fetch options:
       --fresh SECONDS     fresh window: served with no network (default 60; may be fractional)
@@ -44,8 +74,9 @@ extension DemoCommand {
 
     /// Parses the arguments after the program name.
     static func parse(_ arguments: [String]) throws(UsageError) -> DemoCommand {
-        guard let first = arguments.first else { return .walkthrough }
+        guard let first = arguments.first else { return .walkthrough(.memory) }
         if first == "--help" || first == "-h" || first == "help" { return .help }
+        if first.hasPrefix("--store") { return .walkthrough(try parseStoreOnly(arguments)) }
         guard first == "fetch" else { throw UsageError(description: "unknown command '\(first)'") }
 
         var url: URL?
@@ -61,7 +92,7 @@ extension DemoCommand {
                     name = String(argument[..<equals])
                     value = String(argument[argument.index(after: equals)...])
                 }
-                guard ["--fresh", "--usable", "--repeat", "--interval"].contains(name) else {
+                guard ["--fresh", "--usable", "--repeat", "--interval", "--store"].contains(name) else {
                     throw UsageError(description: "unknown option '\(name)'")
                 }
                 guard let text = value ?? rest.popFirst() else { throw UsageError(description: "\(name) needs a value") }
@@ -69,6 +100,7 @@ extension DemoCommand {
                 case "--fresh": fresh = try seconds(text, name)
                 case "--usable": usable = try seconds(text, name)
                 case "--interval": options.interval = try seconds(text, name)
+                case "--store": options.store = try StoreChoice(parsing: text)
                 default:
                     guard let count = Int(text), count >= 1 else {
                         throw UsageError(description: "--repeat takes a whole number of at least 1, not '\(text)'")
@@ -93,6 +125,23 @@ extension DemoCommand {
             throw UsageError(description: error.description)
         }
         return .fetch(options)
+    }
+
+    /// The walkthrough's only option: `--store STORE` or `--store=STORE`.
+    private static func parseStoreOnly(_ arguments: [String]) throws(UsageError) -> StoreChoice {
+        var rest = arguments[...]
+        var store = StoreChoice.memory
+        while let argument = rest.popFirst() {
+            if argument.hasPrefix("--store=") {
+                store = try StoreChoice(parsing: String(argument.dropFirst(8)))
+            } else if argument == "--store" {
+                guard let value = rest.popFirst() else { throw UsageError(description: "--store needs a value") }
+                store = try StoreChoice(parsing: value)
+            } else {
+                throw UsageError(description: "unexpected argument '\(argument)'")
+            }
+        }
+        return store
     }
 
     private static func seconds(_ text: String, _ name: String) throws(UsageError) -> Double {

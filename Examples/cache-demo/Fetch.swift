@@ -8,7 +8,14 @@ import HTTPCaching
 enum FetchCommand {
     /// Runs the command. - Returns: the exit status.
     static func run(_ options: FetchOptions) async -> Int32 {
-        let cache = HTTPCache(configuration: CacheConfiguration(windows: options.windows))
+        let store: any ResponseStore
+        do {
+            store = try options.store.makeStore()
+        } catch {
+            Output.error("cannot open the store: \(error)")
+            return 1
+        }
+        let cache = HTTPCache(configuration: CacheConfiguration(windows: options.windows), store: store)
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
         let runner = Runner(session: URLSession(configuration: configuration))

@@ -12,7 +12,7 @@ enum Walkthrough {
     static let originLatency: TimeInterval = 0.05
 
     /// Runs the walkthrough. - Returns: the exit status.
-    static func run() async -> Int32 {
+    static func run(store choice: StoreChoice) async -> Int32 {
         let origin: LoopbackOrigin
         do {
             origin = try LoopbackOrigin()
@@ -25,7 +25,22 @@ enum Walkthrough {
             .init(headers: [("Content-Type", "text/plain")], text: "version \(hit)", delay: originLatency)
         }
         let url = origin.url("/resource")
-        let cache = HTTPCache(configuration: CacheConfiguration(windows: windows))
+        let store: any ResponseStore
+        do {
+            store = try choice.makeStore()
+        } catch {
+            Output.error("cannot open the store: \(error)")
+            return 1
+        }
+        // The origin's port changes from run to run; key its entries under one fixed name so
+        // that a second run with a disk store finds the first run's entries.
+        let stableKeys = CacheConfiguration(windows: windows, keyRewriter: { key, _ in
+            CacheKey(method: key.method, normalizedURL: key.url.replacingOccurrences(of: "127.0.0.1:\(origin.port)", with: "demo-origin"))
+        })
+        let cache = HTTPCache(configuration: stableKeys, store: store)
+        if store.entryCount > 0 {
+            Output.line("the store already holds \(store.entryCount) entr\(store.entryCount == 1 ? "y" : "ies") from an earlier run\n")
+        }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
         let runner = Runner(session: URLSession(configuration: configuration))
@@ -44,24 +59,30 @@ enum Walkthrough {
         table.header()
 
         var n = 0
-        func step(_ note: String) async throws {
+        let notes: [String: String] = [
+            "miss": "miss: nothing stored, fetched from the origin and stored",
+            "fresh": "fresh: younger than \(format(windows.fresh)) s, answered from the store, no network",
+            "stale": "stale: past the fresh window, answered from the store at once; refreshing in the background",
+            "expired": "expired: older than the \(format(windows.usable)) s usable window, removed and fetched again",
+        ]
+        func step() async throws {
             n += 1
             let row = try await runner.request(n, url)
             table.row([String(n), format(row.elapsed, 2), row.cache, String(row.status),
                        String(decoding: row.body, as: UTF8.self), format(row.ms), String(origin.requestCount("/resource"))])
-            Output.line("      \(note)")
+            Output.line("      \(notes[row.cache] ?? row.cache)")
         }
 
         do {
-            try await step("miss: nothing stored, fetched from the origin and stored")
-            try await step("fresh: younger than \(format(windows.fresh)) s, answered from the store, no network")
+            try await step()                   // miss (or, from a disk store, whatever is stored)
+            try await step()                   // fresh
             try await pause(windows.fresh + 0.2)
-            try await step("stale: past the fresh window, answered from the store at once; refreshing in the background")
+            try await step()                   // stale, refreshed in the background
             await Runner.waitForRefreshes(cache)
-            try await step("fresh again: the refreshed body, stored a moment ago")
+            try await step()                   // fresh: the refreshed body
             try await pause(windows.usable + 0.2)
-            try await step("expired: older than the \(format(windows.usable)) s usable window, removed and fetched again")
-            try await step("fresh: the new body is served from the store")
+            try await step()                   // expired
+            try await step()                   // fresh: the new body
         } catch {
             Output.error("walkthrough request failed: \(error.localizedDescription)")
             return 1

@@ -7,7 +7,9 @@ import HTTPCaching
 struct DemoCommandTests {
     @Test("no arguments is the walkthrough; --help is help")
     func basics() throws {
-        #expect(try DemoCommand.parse([]) == .walkthrough)
+        #expect(try DemoCommand.parse([]) == .walkthrough(.memory))
+        #expect(try DemoCommand.parse(["--store", "disk:/tmp/x"]) == .walkthrough(.disk(path: "/tmp/x")))
+        #expect(try DemoCommand.parse(["--store=disk"]) == .walkthrough(.disk(path: nil)))
         #expect(try DemoCommand.parse(["--help"]) == .help)
         #expect(try DemoCommand.parse(["fetch", "http://a.test/", "--help"]) == .help)
     }
@@ -15,8 +17,9 @@ struct DemoCommandTests {
     @Test("fetch takes fractional windows, a repeat count, an interval and --json, in either flag form")
     func fetchOptions() throws {
         let command = try DemoCommand.parse(["fetch", "http://a.test/x?q=1", "--fresh", "0.5", "--usable=2.5",
-                                             "--repeat", "3", "--interval=0.25", "--json"])
+                                             "--repeat", "3", "--interval=0.25", "--json", "--store", "disk:/tmp/c"])
         var expected = FetchOptions(url: URL(string: "http://a.test/x?q=1")!)
+        expected.store = .disk(path: "/tmp/c")
         expected.windows = try CacheWindows(fresh: 0.5, usable: 2.5)
         expected.repeatCount = 3
         expected.interval = 0.25
@@ -45,6 +48,10 @@ struct DemoCommandTests {
         (["fetch", "http://a.test", "--repeat", "0"], "whole number"),
         (["fetch", "http://a.test", "--fresh", "10", "--usable", "5"], "0 <= fresh <= usable"),
         (["fetch", "http://a.test", "http://b.test"], "unexpected argument"),
+        (["fetch", "http://a.test", "--store", "cloud"], "--store takes"),
+        (["--store", "disk:"], "--store takes"),
+        (["--store"], "needs a value"),
+        (["--store", "memory", "extra"], "unexpected argument"),
     ])
     func usageErrors(arguments: [String], message: String) {
         do {

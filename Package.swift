@@ -17,6 +17,11 @@ let package = Package(
             dependencies: ["HTTPCaching", "LoopbackOrigin"],
             path: "Examples/cache-demo"
         ),
+        // The benchmarks: `swift run -c release cache-bench`.
+        .executableTarget(
+            name: "cache-bench",
+            dependencies: ["HTTPCaching", "LoopbackOrigin"]
+        ),
         .testTarget(
             name: "HTTPCachingTests",
             dependencies: ["HTTPCaching", "LoopbackOrigin", "cache-demo", "registration-probe", "store-crash-writer"]

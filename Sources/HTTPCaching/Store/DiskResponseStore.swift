@@ -312,6 +312,8 @@ private struct State: ~Copyable {
     var lockFD: Int32 = -1
     var logLines = 0
     var closed = false
+    /// Whether opening found the index and the directory out of step (then it is rewritten).
+    var reconciled = false
 
     static func load(path: String, wipe: Bool) throws -> State {
         var state = State(path: path)
@@ -332,7 +334,11 @@ private struct State: ~Copyable {
             state.reconcile(with: names.entries)
         }
         for temporary in names.temporaries { unlink(path + "/" + temporary) }
-        try state.compactLog()
+        if wipe || state.logLines > 2 * state.entries.count + 1024 || state.reconciled {
+            try state.compactLog()
+        } else {
+            try state.openLog()
+        }
         return state
     }
 
@@ -370,22 +376,24 @@ private struct State: ~Copyable {
 
     private mutating func replayLog() {
         guard let data = FileManager.default.contents(atPath: path + "/index.log") else { return }
-        var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
+        let text = String(decoding: data, as: UTF8.self)
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: true)
         if data.last != UInt8(ascii: "\n"), !lines.isEmpty { lines.removeLast() } // torn last line
+        entries.reserveCapacity(lines.count)
         for line in lines {
             logLines += 1
-            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 6, omittingEmptySubsequences: false)
-                .map { String(decoding: $0, as: UTF8.self) }
+            let fields = line.split(separator: " ", maxSplits: 6, omittingEmptySubsequences: false)
             switch (fields.first, fields.count) {
             case ("P", 7):
                 guard let size = Int(fields[2]), let storedAt = Double(fields[3]), let access = UInt64(fields[4]) else { continue }
                 let key = CacheKey(method: Self.unescape(fields[5]), normalizedURL: Self.unescape(fields[6]))
-                insert(fields[1], Meta(size: size, storedAt: storedAt, access: access, key: key))
+                insert(String(fields[1]), Meta(size: size, storedAt: storedAt, access: access, key: key))
             case ("R", 2):
-                if let meta = entries.removeValue(forKey: fields[1]) { bytes -= meta.size }
+                if let meta = entries.removeValue(forKey: String(fields[1])) { bytes -= meta.size }
             case ("A", 3):
-                if let access = UInt64(fields[2]), entries[fields[1]] != nil {
-                    entries[fields[1]]!.access = access
+                let name = String(fields[1])
+                if let access = UInt64(fields[2]), entries[name] != nil {
+                    entries[name]!.access = access
                     sequence = max(sequence, access)
                 }
             case ("C", 1):
@@ -403,8 +411,10 @@ private struct State: ~Copyable {
         let present = Set(names)
         for name in entries.keys where !present.contains(name) {
             if let meta = entries.removeValue(forKey: name) { bytes -= meta.size }
+            reconciled = true
         }
         for name in names where entries[name] == nil {
+            reconciled = true
             if let data = FileManager.default.contents(atPath: path + "/" + name + ".entry"),
                let entry = try? EntryFileFormat.decode(data), DiskResponseStore.fileName(for: entry.key) == name {
                 insert(name, Meta(size: entry.byteCount, storedAt: entry.storedAt.timeIntervalSince1970, access: 0, key: entry.key))
@@ -429,7 +439,12 @@ private struct State: ~Copyable {
         }
         logLines = entries.count
         pendingAccesses.removeAll()
-        logFD = open(path + "/index.log", O_WRONLY | O_APPEND | O_CLOEXEC, 0o600)
+        try openLog()
+    }
+
+    mutating func openLog() throws {
+        if logFD >= 0 { closeDescriptor(logFD) }
+        logFD = open(path + "/index.log", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard logFD >= 0 else { throw DiskStoreError.io(operation: "open", path: path + "/index.log", errno: errno) }
     }
 
@@ -521,12 +536,15 @@ private struct State: ~Copyable {
     }
 
     private static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: " ", with: "%20")
+        guard text.contains(where: { $0 == "%" || $0 == " " || $0 == "\n" || $0 == "\r" }) else { return text }
+        return text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: " ", with: "%20")
             .replacingOccurrences(of: "\n", with: "%0A").replacingOccurrences(of: "\r", with: "%0D")
     }
 
-    private static func unescape(_ text: String) -> String {
-        text.replacingOccurrences(of: "%0D", with: "\r").replacingOccurrences(of: "%0A", with: "\n")
+    private static func unescape(_ field: Substring) -> String {
+        let text = String(field)
+        guard text.contains("%") else { return text }
+        return text.replacingOccurrences(of: "%0D", with: "\r").replacingOccurrences(of: "%0A", with: "\n")
             .replacingOccurrences(of: "%20", with: " ").replacingOccurrences(of: "%25", with: "%")
     }
 }

@@ -1,0 +1,71 @@
+// cache-bench: how close the cache is to the limit, measured side by side in one run.
+// `swift run -c release cache-bench [--quick]`. Times are medians of interleaved rounds.
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPCaching
+import LoopbackOrigin
+
+let quick = CommandLine.arguments.contains("--quick")
+let rounds = quick ? 3 : 9
+let began = now()
+#if DEBUG
+print("note: a debug build; run `swift run -c release cache-bench` for numbers worth comparing\n")
+#endif
+
+let origin = try LoopbackOrigin()
+defer { origin.stop() }
+let http = HTTPBench(origin: origin, rounds: rounds)
+let (medians, problems) = http.run()
+
+print("per-request time, microseconds (median of \(rounds) interleaved rounds; sequential requests)")
+print("body     " + HTTPBench.variants.map { $0.padding(toLength: 10, withPad: " ", startingAt: 0) }.joined())
+var lines: [String] = []
+for size in HTTPBench.sizes {
+    let m = medians[size.suffix] ?? [:]
+    let label = size.bytes >= 1 << 20 ? "1 MB" : size.bytes >= 100 * 1024 ? "100 KB" : "1 KB"
+    print(label.padding(toLength: 7, withPad: " ", startingAt: 0) + HTTPBench.variants.map { formatMicros(m[$0] ?? .nan) + " " }.joined())
+    let hit = m["hit"] ?? .nan
+    lines.append("ratio.hit_over_floor\(size.suffix)=\(formatRatio(hit / (m["floor"] ?? .nan)))")
+    lines.append("ratio.hit_over_network\(size.suffix)=\(formatRatio(hit / (m["network"] ?? .nan)))")
+    lines.append("ratio.miss_over_network\(size.suffix)=\((formatRatio((m["miss"] ?? .nan) / (m["network"] ?? .nan))))")
+    lines.append("ratio.hit_over_urlcache\(size.suffix)=\(formatRatio(hit / (m["urlcache"] ?? .nan)))")
+}
+
+let total = quick ? 1000 : 4000
+let c8 = http.concurrentHits(callers: 8, total: total, rounds: 3)
+let c64 = http.concurrentHits(callers: 64, total: total, rounds: 3)
+print("\nconcurrent 1 KB hits: \(Int(c8)) requests/s with 8 callers, \(Int(c64)) with 64")
+lines.append("rps.hit_c8=\(Int(c8))")
+lines.append("rps.hit_c64=\(Int(c64))")
+
+let served = quick ? 256 : 1024
+let memory = http.peakMemoryServing(megabytes: served)
+print("peak resident memory while serving \(served) MB of 1 MB hits from a 64 MiB store: \(Int(memory.peak)) MiB" +
+      (memory.reset ? "" : " (the peak could not be reset: this is the whole run's peak)"))
+lines.append("peak_rss_mb=\(Int(memory.peak))")
+
+let disk = DiskBench(rounds: rounds)
+defer { disk.cleanUp() }
+let small = quick ? 20_000 : 100_000
+let opening = try disk.openTime(count: small)
+print("\ndisk store: wrote \(small) small entries in \(String(format: "%.1f", opening.writeSeconds)) s; opening it takes \(String(format: "%.1f", opening.openMillis)) ms")
+lines.append("disk.open_\(small / 1000)k_ms=\(String(format: "%.1f", opening.openMillis))")
+print("disk store against plain files of the same bytes, microseconds per operation")
+print("body     store write  file write  store read  file read")
+for (suffix, bytes, operations) in [("", 1024, 400), ("_100k", 100 * 1024, 150), ("_1m", 1 << 20, 30)] {
+    let m = try disk.readWrite(bytes: bytes, operations: operations)
+    let label = bytes >= 1 << 20 ? "1 MB" : bytes >= 100 * 1024 ? "100 KB" : "1 KB"
+    print(label.padding(toLength: 7, withPad: " ", startingAt: 0) + ["store_write", "file_write", "store_read", "file_read"].map { formatMicros(m[$0] ?? .nan) + "   " }.joined())
+    lines.append("ratio.disk_write_over_file\(suffix)=\(formatRatio((m["store_write"] ?? .nan) / (m["file_write"] ?? .nan)))")
+    lines.append("ratio.disk_read_over_file\(suffix)=\(formatRatio((m["store_read"] ?? .nan) / (m["file_read"] ?? .nan)))")
+}
+
+if !problems.isEmpty {
+    print("\nproblems (the numbers above are suspect):")
+    for problem in problems { print("  \(problem)") }
+}
+print("\nfinished in \(Int(now() - began)) s on \(ProcessInfo.processInfo.activeProcessorCount) cores\n")
+for line in lines { print(line) }
+exit(problems.isEmpty ? 0 : 1)

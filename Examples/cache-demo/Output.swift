@@ -64,7 +64,7 @@ extension CacheEvent {
     var jsonLine: JSONLine? {
         var fields: [(String, JSONLine.Value)]
         switch kind {
-        case .fresh, .stale, .miss, .expired, .bypass: return nil
+        case .fresh, .stale, .miss, .expired, .bypass, .revalidated, .fallback: return nil
         case .stored: fields = [("event", .string("stored"))]
         case .refreshed(let changed): fields = [("event", .string("refreshed")), ("changed", .bool(changed))]
         case .refreshFailed(let reason): fields = [("event", .string("refresh_failed")), ("reason", .string(reason))]

@@ -5,91 +5,129 @@ import FoundationNetworking
 import Testing
 @testable import HTTPCaching
 
+/// A short, comparable description of a decision.
+func outcome(_ action: CacheAction) -> String {
+    switch action {
+    case .serve(let status, _, let refresh):
+        return status == .stale && !refresh ? "stale-no-refresh" : status.rawValue
+    case .forward(let plan):
+        var text: String
+        switch plan.status {
+        case .expired: text = plan.validate ? "revalidate" : "fetch"
+        default: text = plan.status.rawValue
+        }
+        if plan.fallback { text += "+fallback" }
+        if !plan.store && plan.status != .bypass { text += "+nostore" }
+        return text
+    case .invalidate: return "invalidate"
+    case .unsatisfiable: return "unsatisfiable"
+    }
+}
+
+struct FixedVerdict: CachePolicyRule {
+    let verdict: CachePolicyVerdict
+    func verdict(for context: CachePolicyContext) -> CachePolicyVerdict { verdict }
+}
+
 @Suite("The decision: pure, every branch")
 struct CacheDecisionTests {
-    let url = URL(string: "http://example.test/items?page=1")!
-    let now = Date(timeIntervalSince1970: 1_000_000)
-    let windows = CacheWindows.test(fresh: 60, usable: 3600)
+    static let url = URL(string: "http://example.test/items?page=1")!
+    static let storedAt = Date(timeIntervalSince1970: 1_000_000)
 
-    func entry(age: TimeInterval, windows: CacheWindows? = nil) -> CacheEntry {
-        CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: [:], body: Data("x".utf8),
-                   storedAt: now.addingTimeInterval(-age), windows: windows)
+    static func entry(headers: [String: String] = [:], windows: CacheWindows? = nil, status: Int = 200,
+                      varyValues: [String: String] = [:]) -> CacheEntry {
+        CacheEntry(key: CacheKey(url: url), url: url, statusCode: status, headers: headers, body: Data("x".utf8),
+                   storedAt: storedAt, windows: windows, varyValues: varyValues)
     }
 
-    func request(_ method: String = "GET", headers: [String: String] = [:]) -> URLRequest {
+    static func request(_ method: String = "GET", headers: [String: String] = [:]) -> URLRequest {
         var request = URLRequest(url: url)
         request.httpMethod = method
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         return request
     }
 
+    static func decide(_ request: URLRequest = request(), entry: CacheEntry?, age: TimeInterval,
+                       configuration: CacheConfiguration = CacheConfiguration(windows: .test(fresh: 60, usable: 3600))) -> CacheAction {
+        CacheDecision.decide(request: request, entry: entry, now: storedAt.addingTimeInterval(age), configuration: configuration)
+    }
+
     @Test("no entry is a miss")
     func miss() {
-        #expect(CacheDecision.decide(request: request(), entry: nil, now: now, windows: windows) == .forward(.miss))
+        #expect(outcome(Self.decide(entry: nil, age: 0)) == "miss")
     }
 
-    @Test("ages below the fresh window are served fresh", arguments: [0.0, 1, 59.75])
+    @Test("ages below the fresh window are served fresh, with their age", arguments: [0.0, 1, 59.75])
     func fresh(age: TimeInterval) {
-        #expect(CacheDecision.decide(request: request(), entry: entry(age: age), now: now, windows: windows)
-                == .serve(.fresh, age: age))
+        #expect(Self.decide(entry: Self.entry(), age: age) == .serve(.fresh, age: age, refresh: false))
     }
 
-    @Test("from the fresh window up to the usable window: stale", arguments: [60.0, 61, 3599.75])
+    @Test("from the fresh window up to the usable window: stale, refreshed in the background", arguments: [60.0, 61, 3599.75])
     func stale(age: TimeInterval) {
-        #expect(CacheDecision.decide(request: request(), entry: entry(age: age), now: now, windows: windows)
-                == .serve(.stale, age: age))
+        #expect(Self.decide(entry: Self.entry(), age: age) == .serve(.stale, age: age, refresh: true))
     }
 
-    @Test("at or past the usable window: expired", arguments: [3600.0, 3601, 1e9])
-    func expired(age: TimeInterval) {
-        #expect(CacheDecision.decide(request: request(), entry: entry(age: age), now: now, windows: windows)
-                == .forward(.expired))
+    @Test("at or past the usable window: expired, fetched; fallback allowed within the error window", arguments: [
+        (3600.0, "fetch+fallback"), (3601.0, "fetch+fallback"), (604_799.0, "fetch+fallback"), (604_800.0, "fetch"), (1e9, "fetch"),
+    ] as [(TimeInterval, String)])
+    func expired(age: TimeInterval, expected: String) {
+        #expect(outcome(Self.decide(entry: Self.entry(), age: age)) == expected)
+    }
+
+    @Test("an expired entry with a validator is revalidated with a conditional request")
+    func expiredWithValidator() {
+        #expect(outcome(Self.decide(entry: Self.entry(headers: ["ETag": "\"1\""]), age: 4000)) == "revalidate+fallback")
+        #expect(outcome(Self.decide(entry: Self.entry(headers: ["Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"]), age: 4000)) == "revalidate+fallback")
+    }
+
+    @Test("fallback can be turned off")
+    func fallbackOff() {
+        let configuration = CacheConfiguration(windows: .test(fresh: 60, usable: 3600), errorFallbackWindow: nil)
+        #expect(outcome(Self.decide(entry: Self.entry(), age: 4000, configuration: configuration)) == "fetch")
     }
 
     @Test("an entry stored in the future (clock moved back) has age zero")
     func futureEntry() {
-        #expect(CacheDecision.decide(request: request(), entry: entry(age: -500), now: now, windows: windows)
-                == .serve(.fresh, age: 0))
+        #expect(Self.decide(entry: Self.entry(), age: -500) == .serve(.fresh, age: 0, refresh: false))
     }
 
     @Test("zero windows: never fresh; equal windows: never stale")
     func degenerateWindows() {
-        let none = CacheWindows.test(fresh: 0, usable: 0)
-        #expect(CacheDecision.decide(request: request(), entry: entry(age: 0), now: now, windows: none) == .forward(.expired))
-        let noStale = CacheWindows.test(fresh: 10, usable: 10)
-        #expect(CacheDecision.decide(request: request(), entry: entry(age: 9), now: now, windows: noStale) == .serve(.fresh, age: 9))
-        #expect(CacheDecision.decide(request: request(), entry: entry(age: 10), now: now, windows: noStale) == .forward(.expired))
+        let none = CacheConfiguration(windows: .test(fresh: 0, usable: 0))
+        #expect(outcome(Self.decide(entry: Self.entry(), age: 0, configuration: none)) == "fetch+fallback")
+        let noStale = CacheConfiguration(windows: .test(fresh: 10, usable: 10))
+        #expect(outcome(Self.decide(entry: Self.entry(), age: 9, configuration: noStale)) == "fresh")
+        #expect(outcome(Self.decide(entry: Self.entry(), age: 10, configuration: noStale)) == "fetch+fallback")
     }
 
     @Test("unsafe methods invalidate", arguments: ["POST", "PUT", "PATCH", "DELETE", "post"])
     func invalidating(method: String) {
-        #expect(CacheDecision.decide(request: request(method), entry: entry(age: 0), now: now, windows: windows) == .invalidate)
+        #expect(Self.decide(Self.request(method), entry: Self.entry(), age: 0) == .invalidate)
     }
 
     @Test("other methods bypass", arguments: ["HEAD", "OPTIONS", "TRACE"])
     func otherMethods(method: String) {
-        #expect(CacheDecision.decide(request: request(method), entry: entry(age: 0), now: now, windows: windows) == .forward(.bypass))
+        #expect(outcome(Self.decide(Self.request(method), entry: Self.entry(), age: 0)) == "bypass")
     }
 
     @Test("the caller's own conditional or range request passes through",
           arguments: ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"])
     func conditional(header: String) {
-        let decided = CacheDecision.decide(request: request(headers: [header: "x"]), entry: entry(age: 0), now: now, windows: windows)
-        #expect(decided == .forward(.bypass))
+        #expect(outcome(Self.decide(Self.request(headers: [header: "x"]), entry: Self.entry(), age: 0)) == "bypass")
     }
 
     @Test("windows: the request's own beat the entry's, which beat the default")
     func windowPrecedence() throws {
         let entryWindows = CacheWindows.test(fresh: 5, usable: 10)
         let fallback = CacheWindows.standard
-        #expect(CacheDecision.windows(for: request(), entry: nil, default: fallback) == fallback)
-        #expect(CacheDecision.windows(for: request(), entry: entry(age: 0, windows: entryWindows), default: fallback) == entryWindows)
-        var own = request()
+        #expect(CacheDecision.windows(for: Self.request(), entry: nil, default: fallback) == fallback)
+        #expect(CacheDecision.windows(for: Self.request(), entry: Self.entry(windows: entryWindows), default: fallback) == entryWindows)
+        var own = Self.request()
         own.cacheWindows = CacheWindows.test(fresh: 1, usable: 2)
-        #expect(CacheDecision.windows(for: own, entry: entry(age: 0, windows: entryWindows), default: fallback)
+        #expect(CacheDecision.windows(for: own, entry: Self.entry(windows: entryWindows), default: fallback)
                 == CacheWindows.test(fresh: 1, usable: 2))
         #expect(own.cacheWindows == CacheWindows.test(fresh: 1, usable: 2))
-        var malformed = request()
+        var malformed = Self.request()
         malformed.setValue("fresh=9, usable=1", forHTTPHeaderField: HTTPCachingHeaders.windows)
         #expect(CacheDecision.windows(for: malformed, entry: nil, default: fallback) == fallback)
     }
@@ -99,6 +137,8 @@ struct CacheDecisionTests {
         #expect(CacheWindows.standard.fresh == 60)
         #expect(CacheWindows.standard.usable == 2 * 24 * 3600)
         #expect(CacheConfiguration().windows == .standard)
+        #expect(CacheConfiguration().policy == .twoTier)
+        #expect(CacheConfiguration().errorFallbackWindow == 604_800.0)
     }
 
     @Test("invalid windows are an error when they are made",
@@ -113,8 +153,13 @@ struct CacheDecisionTests {
         #expect(windows.fresh == fresh && windows.usable == usable)
     }
 
-    func response(_ status: Int, _ headers: [String: String] = [:]) -> HTTPURLResponse {
+    static func response(_ status: Int, _ headers: [String: String] = [:]) -> HTTPURLResponse {
         HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
+    }
+
+    static func storable(_ response: HTTPURLResponse, request: URLRequest = request(),
+                         _ configuration: CacheConfiguration = CacheConfiguration()) -> Bool {
+        CacheDecision.isStorable(request: request, response: response, configuration: configuration)
     }
 
     @Test("the default storable statuses are stored, others are not")
@@ -122,19 +167,194 @@ struct CacheDecisionTests {
         let codes = CacheConfiguration.defaultStorableStatusCodes
         #expect(codes == [200, 203, 204, 300, 301, 404, 405, 410, 414, 501])
         for status in 100..<600 {
-            #expect(CacheDecision.isStorable(request: request(), response: response(status), statusCodes: codes)
-                    == codes.contains(status), "status \(status)")
+            #expect(Self.storable(Self.response(status)) == codes.contains(status), "status \(status)")
         }
     }
 
-    @Test("no-store responses and non-GET requests are not stored")
+    @Test("not stored: no-store, Vary: *, Set-Cookie (unless allowed), non-GET, credentials when turned off")
     func notStorable() {
-        let codes = CacheConfiguration.defaultStorableStatusCodes
-        #expect(!CacheDecision.isStorable(request: request(), response: response(200, ["Cache-Control": "max-age=60, No-Store"]), statusCodes: codes))
-        #expect(CacheDecision.isStorable(request: request(), response: response(200, ["Cache-Control": "max-age=60"]), statusCodes: codes))
-        #expect(!CacheDecision.isStorable(request: request("POST"), response: response(200), statusCodes: codes))
-        #expect(!CacheDecision.isStorable(request: request("HEAD"), response: response(200), statusCodes: codes))
-        #expect(CacheDecision.isStorable(request: request(), response: response(500), statusCodes: [500]))
+        #expect(!Self.storable(Self.response(200, ["Cache-Control": "max-age=60, No-Store"])))
+        #expect(Self.storable(Self.response(200, ["Cache-Control": "max-age=60, private"])))
+        #expect(!Self.storable(Self.response(200, ["Vary": "Accept, *"])))
+        #expect(Self.storable(Self.response(200, ["Vary": "Accept"])))
+        #expect(!Self.storable(Self.response(200, ["Set-Cookie": "a=b"])))
+        #expect(Self.storable(Self.response(200, ["Set-Cookie": "a=b"]), CacheConfiguration(storesResponsesSettingCookies: true)))
+        #expect(!Self.storable(Self.response(200), request: Self.request("POST")))
+        #expect(!Self.storable(Self.response(200), request: Self.request("HEAD")))
+        #expect(Self.storable(Self.response(500), CacheConfiguration(storableStatusCodes: [500])))
+        let credentialed = Self.request(headers: ["Authorization": "Bearer x"])
+        #expect(Self.storable(Self.response(200), request: credentialed))
+        #expect(!Self.storable(Self.response(200), request: credentialed, CacheConfiguration(storesCredentialedResponses: false)))
+        #expect(outcome(Self.decide(credentialed, entry: Self.entry(), age: 0,
+                                    configuration: CacheConfiguration(storesCredentialedResponses: false))) == "bypass")
+    }
+}
+
+/// One row per case: the stored response's headers, the request's, the entry's age, the
+/// policy, and what must happen. Stored at T; `Date` is T unless a row says otherwise.
+@Suite("HTTP semantics and request directives, one row per case")
+struct DirectiveTableTests {
+    struct Row: CustomTestStringConvertible, Sendable {
+        let name: String
+        let response: [String: String]
+        let request: [String: String]
+        let age: TimeInterval
+        let policy: CachingPolicy
+        let expected: String
+        var testDescription: String { name }
+
+        init(_ name: String, response: [String: String] = [:], request: [String: String] = [:], age: TimeInterval,
+             policy: CachingPolicy = .httpSemantics, _ expected: String) {
+            self.name = name
+            self.response = response
+            self.request = request
+            self.age = age
+            self.policy = policy
+            self.expected = expected
+        }
+    }
+
+    static let date = HTTPDate.format(CacheDecisionTests.storedAt)
+    static let tag = "\"v1\""
+
+    static let rows: [Row] = [
+        Row("max-age: fresh within it", response: ["Cache-Control": "max-age=100"], age: 50, "fresh"),
+        Row("max-age: past it, no validator: fetched", response: ["Cache-Control": "max-age=100"], age: 150, "fetch+fallback"),
+        Row("max-age: past it, ETag: revalidated", response: ["Cache-Control": "max-age=100", "ETag": tag], age: 150, "revalidate+fallback"),
+        Row("weak ETag is a validator too", response: ["Cache-Control": "max-age=100", "ETag": "W/\"v1\""], age: 150, "revalidate+fallback"),
+        Row("Expires minus Date: fresh", response: ["Date": date, "Expires": HTTPDate.format(CacheDecisionTests.storedAt.addingTimeInterval(100))], age: 50, "fresh"),
+        Row("Expires minus Date: expired", response: ["Date": date, "Expires": HTTPDate.format(CacheDecisionTests.storedAt.addingTimeInterval(100))], age: 150, "fetch+fallback"),
+        Row("an invalid Expires is in the past", response: ["Expires": "0"], age: 1, "fetch+fallback"),
+        Row("max-age wins over Expires", response: ["Cache-Control": "max-age=10", "Date": date, "Expires": HTTPDate.format(CacheDecisionTests.storedAt.addingTimeInterval(1000))], age: 50, "fetch+fallback"),
+        Row("the Age header counts: 60 + 50 > 100", response: ["Cache-Control": "max-age=100", "Age": "60"], age: 50, "fetch+fallback"),
+        Row("the Age header counts: 60 + 30 < 100", response: ["Cache-Control": "max-age=100", "Age": "60"], age: 30, "fresh"),
+        Row("Date before arrival counts (apparent age 30 + 50 < 100)", response: ["Cache-Control": "max-age=100", "Date": HTTPDate.format(CacheDecisionTests.storedAt.addingTimeInterval(-30))], age: 50, "fresh"),
+        Row("Date before arrival counts (30 + 75 > 100)", response: ["Cache-Control": "max-age=100", "Date": HTTPDate.format(CacheDecisionTests.storedAt.addingTimeInterval(-30))], age: 75, "fetch+fallback"),
+        Row("heuristic: 10% of 1000 s since Last-Modified, fresh", response: ["Date": date, "Last-Modified": HTTPDate.format(CacheDecisionTests.storedAt.addingTimeInterval(-1000))], age: 50, "fresh"),
+        Row("heuristic: past 10%, revalidated with Last-Modified", response: ["Date": date, "Last-Modified": HTTPDate.format(CacheDecisionTests.storedAt.addingTimeInterval(-1000))], age: 150, "revalidate+fallback"),
+        Row("no freshness information at all: fetched", age: 1, "fetch+fallback"),
+        Row("response no-cache: always revalidated, no fallback", response: ["Cache-Control": "no-cache, max-age=100", "ETag": tag], age: 10, "revalidate"),
+        Row("must-revalidate: fresh while fresh", response: ["Cache-Control": "max-age=100, must-revalidate"], age: 50, "fresh"),
+        Row("must-revalidate: once stale, no stale serving and no fallback", response: ["Cache-Control": "max-age=100, must-revalidate", "ETag": tag], age: 150, "revalidate"),
+        Row("s-maxage is ignored (shared caches only)", response: ["Cache-Control": "s-maxage=1000, max-age=10"], age: 50, "fetch+fallback"),
+        Row("s-maxage alone gives no lifetime", response: ["Cache-Control": "s-maxage=1000"], age: 50, "fetch+fallback"),
+        Row("private is allowed in a private cache", response: ["Cache-Control": "private, max-age=100"], age: 50, "fresh"),
+        Row("stale-while-revalidate: served stale, refreshed", response: ["Cache-Control": "max-age=10, stale-while-revalidate=100"], age: 50, "stale"),
+        Row("stale-while-revalidate: past it, fetched", response: ["Cache-Control": "max-age=10, stale-while-revalidate=100"], age: 150, "fetch+fallback"),
+        Row("request no-cache: revalidated", response: ["Cache-Control": "max-age=100", "ETag": tag], request: ["Cache-Control": "no-cache"], age: 10, "revalidate+fallback"),
+        Row("Pragma: no-cache: revalidated", response: ["Cache-Control": "max-age=100", "ETag": tag], request: ["Pragma": "no-cache"], age: 10, "revalidate+fallback"),
+        Row("request max-age below the age: revalidated", response: ["Cache-Control": "max-age=100", "ETag": tag], request: ["Cache-Control": "max-age=30"], age: 50, "revalidate+fallback"),
+        Row("request max-age above the age: fresh", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "max-age=30"], age: 20, "fresh"),
+        Row("request max-age=0: revalidated", response: ["Cache-Control": "max-age=100", "ETag": tag], request: ["Cache-Control": "max-age=0"], age: 0, "revalidate+fallback"),
+        Row("request min-fresh: not fresh enough", response: ["Cache-Control": "max-age=100", "ETag": tag], request: ["Cache-Control": "min-fresh=60"], age: 50, "revalidate+fallback"),
+        Row("request min-fresh: fresh enough", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "min-fresh=60"], age: 30, "fresh"),
+        Row("request max-stale=100: stale served", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "max-stale=100"], age: 150, "stale"),
+        Row("request max-stale=100: too stale", response: ["Cache-Control": "max-age=100", "ETag": tag], request: ["Cache-Control": "max-stale=100"], age: 250, "revalidate+fallback"),
+        Row("request max-stale without a limit: any staleness", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "max-stale"], age: 100_000, "stale"),
+        Row("max-stale does not override must-revalidate", response: ["Cache-Control": "max-age=100, must-revalidate", "ETag": tag], request: ["Cache-Control": "max-stale"], age: 150, "revalidate"),
+        Row("only-if-cached: fresh is served", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "only-if-cached"], age: 50, "fresh"),
+        Row("only-if-cached: nothing usable is 504", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "only-if-cached"], age: 150, "unsatisfiable"),
+        Row("request no-store: served from the store, the answer not stored", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "no-store"], age: 150, "fetch+fallback+nostore"),
+        Row("two-tier ignores response directives", response: ["Cache-Control": "no-cache"], age: 30, policy: .twoTier, "fresh"),
+        Row("two-tier honours request max-age", request: ["Cache-Control": "max-age=10"], age: 30, policy: .twoTier, "fetch+fallback"),
+        Row("two-tier honours request no-cache", response: ["ETag": tag], request: ["Cache-Control": "no-cache"], age: 1, policy: .twoTier, "revalidate+fallback"),
+        Row("two-tier honours only-if-cached past the usable window", request: ["Cache-Control": "only-if-cached"], age: 5000, policy: .twoTier, "unsatisfiable"),
+        Row("two-tier honours max-stale past the usable window", request: ["Cache-Control": "max-stale"], age: 5000, policy: .twoTier, "stale"),
+        Row("network-only never reads the store", response: ["Cache-Control": "max-age=100"], age: 1, policy: .networkOnly, "bypass"),
+        Row("cache-first serves any age, no refresh", age: 1e8, policy: .cacheFirst, "stale-no-refresh"),
+        Row("cache-first serves fresh entries as fresh", age: 1, policy: .cacheFirst, "fresh"),
+        Row("cache-only serves any age", age: 1e8, policy: .cacheOnly, "stale-no-refresh"),
+        Row("an unknown policy name asks the network", age: 1, policy: CachingPolicy(named: "no-such-policy"), "fetch"),
+        Row("a custom policy decides", age: 1, policy: CachingPolicy(named: "always-revalidate"), "fetch+fallback"),
+    ]
+
+    @Test("each row", arguments: rows)
+    func row(_ row: Row) {
+        let configuration = CacheConfiguration(windows: .test(fresh: 60, usable: 3600), policy: row.policy,
+                                               customPolicies: ["always-revalidate": FixedVerdict(verdict: .revalidate)])
+        let entry = CacheDecisionTests.entry(headers: row.response)
+        let action = CacheDecisionTests.decide(CacheDecisionTests.request(headers: row.request), entry: entry, age: row.age,
+                                               configuration: configuration)
+        #expect(outcome(action) == row.expected)
+    }
+
+    @Test("with no entry: cache-only and only-if-cached are unsatisfiable, cache-first and network-only go out")
+    func noEntry() {
+        for (policy, expected) in [(CachingPolicy.cacheOnly, "unsatisfiable"), (.cacheFirst, "miss"), (.networkOnly, "bypass"), (.httpSemantics, "miss")] {
+            #expect(outcome(CacheDecisionTests.decide(entry: nil, age: 0, configuration: CacheConfiguration(policy: policy))) == expected)
+        }
+        #expect(outcome(CacheDecisionTests.decide(CacheDecisionTests.request(headers: ["Cache-Control": "only-if-cached"]),
+                                                  entry: nil, age: 0)) == "unsatisfiable")
+        #expect(outcome(CacheDecisionTests.decide(CacheDecisionTests.request(headers: ["Cache-Control": "no-store"]),
+                                                  entry: nil, age: 0)) == "miss+nostore")
+    }
+
+    @Test("the request's policy header overrides the configuration's")
+    func perRequestPolicy() {
+        var request = CacheDecisionTests.request()
+        request.cachingPolicy = .networkOnly
+        #expect(request.value(forHTTPHeaderField: HTTPCachingHeaders.policy) == "network-only")
+        #expect(outcome(CacheDecisionTests.decide(request, entry: CacheDecisionTests.entry(), age: 0)) == "bypass")
+    }
+
+    @Test("stale-if-error extends the fallback past the configured error window")
+    func staleIfError() {
+        let configuration = CacheConfiguration(policy: .httpSemantics, errorFallbackWindow: 60)
+        let withSIE = CacheDecisionTests.entry(headers: ["Cache-Control": "max-age=10, stale-if-error=1000"])
+        let without = CacheDecisionTests.entry(headers: ["Cache-Control": "max-age=10"])
+        #expect(outcome(CacheDecisionTests.decide(entry: withSIE, age: 500, configuration: configuration)) == "fetch+fallback")
+        #expect(outcome(CacheDecisionTests.decide(entry: without, age: 500, configuration: configuration)) == "fetch")
+    }
+
+    @Test("Vary: served only to requests whose named headers match; Vary: * never")
+    func vary() {
+        let entry = CacheDecisionTests.entry(headers: ["Vary": "Accept-Language, Accept", "Cache-Control": "max-age=100"],
+                                             varyValues: ["accept-language": "en"])
+        func decide(_ headers: [String: String], session: [String: String] = [:]) -> String {
+            let request = CacheDecisionTests.request(headers: headers)
+            return outcome(CacheDecision.decide(request: request, headers: RequestHeaders(request, session: session), entry: entry,
+                                                now: CacheDecisionTests.storedAt, configuration: CacheConfiguration()))
+        }
+        #expect(decide(["Accept-Language": "en"]) == "fresh")
+        #expect(decide(["Accept-Language": "fr"]) == "miss")
+        #expect(decide([:]) == "miss")
+        #expect(decide(["Accept-Language": "en", "Accept": "text/html"]) == "miss", "Accept was absent when stored")
+        #expect(decide([:], session: ["Accept-Language": "en"]) == "fresh", "the session's additional headers count")
+        let star = CacheDecisionTests.entry(headers: ["Vary": "*"])
+        #expect(!CacheDecision.varyMatches(star, RequestHeaders(CacheDecisionTests.request())))
+    }
+
+    @Test("Cache-Control parsing: case, spaces, quoted arguments, bad numbers")
+    func parsing() {
+        let directives = CacheControl(#"Max-Age=60 , no-cache="Set-Cookie, X", private, stale-if-error=abc"#)
+        #expect(directives.seconds("max-age") == 60)
+        #expect(directives.has("no-cache") && directives.has("private"))
+        #expect(directives.seconds("stale-if-error") == nil)
+        #expect(!directives.has("x"))
+        #expect(CacheControl(nil, pragma: "no-cache").has("no-cache"))
+    }
+
+    @Test("HTTP dates: the three formats, and round trips", arguments: [
+        "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+    ])
+    func dates(text: String) {
+        #expect(HTTPDate.parse(text) == Date(timeIntervalSince1970: 784_111_777))
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: 784_111_777)) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.parse("not a date") == nil)
+    }
+
+    @Test("a 304 replaces stored header fields but framing ones, keeps the body and resets the age")
+    func merge() {
+        let entry = CacheDecisionTests.entry(headers: ["ETag": "\"1\"", "Content-Length": "1", "X-Old": "a", "Cache-Control": "max-age=1"])
+        let now = CacheDecisionTests.storedAt.addingTimeInterval(500)
+        let merged = CacheDecision.merge(entry, notModified: CacheDecisionTests.response(304),
+                                         storableHeaders: ["Cache-Control": "max-age=99", "Content-Length": "0", "X-New": "b"], now: now)
+        #expect(merged.header("Cache-Control") == "max-age=99")
+        #expect(merged.header("Content-Length") == "1")
+        #expect(merged.header("X-Old") == "a" && merged.header("X-New") == "b")
+        #expect(merged.body == entry.body && merged.storedAt == now)
+        #expect(CacheDecision.conditionalHeaders(for: entry) == ["If-None-Match": "\"1\""])
+        #expect(CacheDecision.conditionalHeaders(for: CacheDecisionTests.entry(headers: ["Last-Modified": "x"])) == ["If-Modified-Since": "x"])
     }
 }
 

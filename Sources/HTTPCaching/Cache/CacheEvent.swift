@@ -15,6 +15,10 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         case expired
         /// Not cacheable: passed through to the network untouched.
         case bypass
+        /// Validated with the origin (304): served from the store with the origin's new headers.
+        case revalidated
+        /// The network failed or the origin answered 5xx: an expired entry was served instead.
+        case fallback
         /// A response was written to the store.
         case stored
         /// A background refresh replaced the entry; `bodyChanged` says whether the body differs.
@@ -108,6 +112,8 @@ extension CacheEvent.Kind {
         case .miss: self = .miss
         case .expired: self = .expired
         case .bypass: self = .bypass
+        case .revalidated: self = .revalidated
+        case .fallback: self = .fallback
         }
     }
 }

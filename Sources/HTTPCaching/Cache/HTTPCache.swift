@@ -58,10 +58,17 @@ public final class HTTPCache: Sendable {
 
     // MARK: - Management
 
-    /// The key a request is stored under, after the configuration's `keyRewriter`.
+    /// The key a request is stored under, after the configuration's `keyRewriter`; a request
+    /// carrying `Authorization` or `Cookie` gets a key of its own, holding a one-way hash of them.
     public func key(for request: URLRequest) -> CacheKey {
-        let key = CacheKey(method: request.httpMethod ?? "GET", url: request.url ?? URL(fileURLWithPath: "/"))
-        return configuration.keyRewriter?(key, request) ?? key
+        key(for: request, headers: RequestHeaders(request))
+    }
+
+    func key(for request: URLRequest, headers: RequestHeaders) -> CacheKey {
+        var key = CacheKey(method: request.httpMethod ?? "GET", url: request.url ?? URL(fileURLWithPath: "/"))
+        key = configuration.keyRewriter?(key, request) ?? key
+        if let partition = CacheDecision.credentialPartition(headers) { key.url += "#credentials=" + partition }
+        return key
     }
 
     /// Whether a response is stored for a request, whatever its age.
@@ -83,12 +90,9 @@ public final class HTTPCache: Sendable {
     public func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest,
                               windows: CacheWindows? = nil) throws -> Bool {
         let key = key(for: request)
-        var entry = makeEntry(response, body: data, for: request, key: key)
+        var entry = makeEntry(response, body: data, for: request, headers: RequestHeaders(request), key: key)
         if let windows { entry.windows = windows }
-        let result = try store.write(entry)
-        for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
-        if result.stored { emit(.stored, key, entry.url) }
-        return result.stored
+        return try write(entry)
     }
 
     /// Sets the windows for one request's entry: applied to the entry stored now, if any,
@@ -158,28 +162,49 @@ public final class HTTPCache: Sendable {
     }
 
     /// Whether the configuration lets a response to a request be stored.
-    func isStorable(_ response: HTTPURLResponse, for request: URLRequest) -> Bool {
-        CacheDecision.isStorable(request: request, response: response, statusCodes: configuration.storableStatusCodes)
+    func isStorable(_ response: HTTPURLResponse, for request: URLRequest, headers: RequestHeaders) -> Bool {
+        CacheDecision.isStorable(request: request, headers: headers, response: response, configuration: configuration)
     }
 
-    /// Writes a response the caller found storable, reporting `stored` and evictions.
-    /// - Returns: the entry that was stored, or nil if the store declined or failed.
+    /// Writes a response the caller found storable (after the configuration's
+    /// `responseCacher`), reporting `stored` and evictions.
+    /// - Returns: the entry that was stored, or nil if it was declined or the store failed.
     @discardableResult
-    func record(_ response: HTTPURLResponse, body: Data, for request: URLRequest, key: CacheKey) -> CacheEntry? {
-        let entry = makeEntry(response, body: body, for: request, key: key)
+    func record(_ response: HTTPURLResponse, body: Data, for request: URLRequest, headers: RequestHeaders,
+                key: CacheKey) -> CacheEntry? {
+        guard let entry = configuration.responseCacher.apply(request, response,
+                                                              makeEntry(response, body: body, for: request, headers: headers, key: key)) else {
+            return nil
+        }
         do {
-            let result = try store.write(entry)
-            for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
-            guard result.stored else { return nil }
-            emit(.stored, key, entry.url)
-            return entry
+            return try write(entry) ? entry : nil
         } catch {
             emit(.storeFailed(reason: "write: \(error)"), key, entry.url)
             return nil
         }
     }
 
-    private func makeEntry(_ response: HTTPURLResponse, body: Data, for request: URLRequest, key: CacheKey) -> CacheEntry {
+    /// The stored entry brought up to date by a 304, written back.
+    func revalidate(_ entry: CacheEntry, with notModified: HTTPURLResponse) -> CacheEntry {
+        let updated = CacheDecision.merge(entry, notModified: notModified, storableHeaders: Self.storableHeaders(of: notModified), now: now())
+        do {
+            _ = try write(updated)
+        } catch {
+            emit(.storeFailed(reason: "write: \(error)"), entry.key, entry.url)
+        }
+        return updated
+    }
+
+    /// Writes an entry, reporting evictions and `stored`. - Returns: whether it was stored.
+    private func write(_ entry: CacheEntry) throws -> Bool {
+        let result = try store.write(entry)
+        for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
+        if result.stored { emit(.stored, entry.key, entry.url) }
+        return result.stored
+    }
+
+    private func makeEntry(_ response: HTTPURLResponse, body: Data, for request: URLRequest, headers: RequestHeaders,
+                           key: CacheKey) -> CacheEntry {
         let windows = entryWindows.withLock { $0.isEmpty ? nil : $0[key] } ?? configuration.responseWindows?(response)
         return CacheEntry(key: key,
                           url: response.url ?? request.url ?? URL(fileURLWithPath: "/"),
@@ -187,7 +212,15 @@ public final class HTTPCache: Sendable {
                           headers: Self.storableHeaders(of: response),
                           body: body,
                           storedAt: now(),
-                          windows: windows)
+                          windows: windows,
+                          varyValues: CacheDecision.varyValues(for: response, headers: headers))
+    }
+
+    /// The `Age` an entry is served with: RFC 9111's current age under the HTTP policy, else
+    /// the seconds since it was stored.
+    func age(of entry: CacheEntry, for request: URLRequest) -> TimeInterval {
+        (request.cachingPolicy ?? configuration.policy) == .httpSemantics
+            ? Freshness.currentAge(of: entry, at: now()) : entry.age(at: now())
     }
 
     /// Claims the one refresh slot for a key; false if a refresh is already running.

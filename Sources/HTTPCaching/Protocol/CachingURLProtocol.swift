@@ -51,27 +51,29 @@ open class CachingURLProtocol: URLProtocol {
         let cache = binding.cache
         let request = self.request
         let url = request.url
-        let key = cache.key(for: request)
-        let method = request.httpMethod?.uppercased() ?? "GET"
-        let entry = method == "GET" ? cache.lookup(key, url: url) : nil
-        let windows = CacheDecision.windows(for: request, entry: entry, default: cache.configuration.windows)
+        let headers = RequestHeaders(request, session: binding.sessionHeaders)
+        let key = cache.key(for: request, headers: headers)
+        let entry = (request.httpMethod?.uppercased() ?? "GET") == "GET" ? cache.lookup(key, url: url) : nil
 
-        switch CacheDecision.decide(request: request, entry: entry, now: cache.now(), windows: windows) {
-        case .serve(let status, let age):
+        switch CacheDecision.decide(request: request, headers: headers, entry: entry, now: cache.now(),
+                                    configuration: cache.configuration) {
+        case .serve(let status, let age, let refresh):
             guard let entry else { return }
             cache.emit(CacheEvent.Kind(status), key, url)
             delivery.deliver(Self.response(for: entry, status: status, age: age), body: entry.body)
-            if status == .stale { binding.refresh(key, request: request, previous: entry) }
-        case .forward(let status):
-            if status == .expired { cache.remove(key, url: url) }
-            forward(request, key: key, status: status, binding: binding, delivery: delivery)
+            if refresh { binding.refresh(key, request: request, headers: headers, previous: entry) }
+        case .forward(let plan):
+            forward(request, headers: headers, key: key, plan: plan, entry: entry, binding: binding, delivery: delivery)
         case .invalidate:
             var read = request
             read.httpMethod = "GET"
-            let readKey = cache.key(for: read)
+            let readKey = cache.key(for: read, headers: headers)
             cache.remove(readKey, url: url)
             cache.emit(.invalidated, readKey, url)
-            forward(request, key: key, status: .bypass, binding: binding, delivery: delivery)
+            forward(request, headers: headers, key: key, plan: .bypass(), entry: nil, binding: binding, delivery: delivery)
+        case .unsatisfiable:
+            cache.emit(.miss, key, url)
+            delivery.fail(CachingError.notCached)
         }
     }
 
@@ -79,25 +81,41 @@ open class CachingURLProtocol: URLProtocol {
         delivery?.stop()
     }
 
-    /// Sends a request to the network and answers the caller with what comes back. The
-    /// event is reported once the response shows whether it could be stored: a GET whose
-    /// response may not be stored is a bypass.
-    private func forward(_ request: URLRequest, key: CacheKey, status: CacheStatus,
-                         binding: ProtocolBinding, delivery: Delivery) {
+    /// Sends a request to the network (conditional on the entry if the plan says so) and
+    /// answers the caller with what comes back: a 304 serves the entry as revalidated, a
+    /// failure or 5xx serves it as a fallback where allowed, anything else is stored if it
+    /// may be (a GET whose response may not be stored is reported as a bypass).
+    private func forward(_ request: URLRequest, headers: RequestHeaders, key: CacheKey, plan: ForwardPlan,
+                         entry: CacheEntry?, binding: ProtocolBinding, delivery: Delivery) {
         let cache = binding.cache
         let url = request.url
-        binding.fetch(ProtocolBinding.forwardingRequest(from: request),
+        let validating = plan.validate ? entry : nil
+        let fallback = plan.fallback ? entry : nil
+        @Sendable func serve(_ entry: CacheEntry, as status: CacheStatus) {
+            cache.emit(CacheEvent.Kind(status), key, url)
+            delivery.deliver(Self.response(for: entry, status: status, age: cache.age(of: entry, for: request)), body: entry.body)
+        }
+        binding.fetch(ProtocolBinding.forwardingRequest(from: request, validating: validating),
                       started: { delivery.attach($0) }) { data, response, error in
             guard error == nil, let http = response as? HTTPURLResponse else {
-                cache.emit(CacheEvent.Kind(status), key, url)
+                if let fallback { return serve(fallback, as: .fallback) }
+                cache.emit(CacheEvent.Kind(plan.status), key, url)
                 delivery.fail(error ?? URLError(.badServerResponse))
                 return
             }
+            if http.statusCode == 304, let validating {
+                return serve(cache.revalidate(validating, with: http), as: .revalidated)
+            }
+            if http.statusCode >= 500, let fallback { return serve(fallback, as: .fallback) }
             let body = data ?? Data()
-            let storable = status != .bypass && cache.isStorable(http, for: request)
-            let served = storable ? status : .bypass
+            let storable = plan.store && cache.isStorable(http, for: request, headers: headers)
+            let served = storable ? plan.status : .bypass
             cache.emit(CacheEvent.Kind(served), key, url)
-            if storable { cache.record(http, body: body, for: request, key: key) }
+            if storable {
+                cache.record(http, body: body, for: request, headers: headers, key: key)
+            } else if entry != nil && plan.status == .expired {
+                cache.remove(key, url: url) // replaced by a response that may not be stored
+            }
             delivery.deliver(Self.response(from: http, status: served), body: body)
         }
     }
@@ -128,11 +146,16 @@ public enum CachingError: Error, LocalizedError, Equatable {
     /// A download task reached the cache; custom protocols cannot serve download tasks on
     /// Linux. Use a data task on a caching session.
     case downloadTaskUnsupported
+    /// The request forbade the network (`Cache-Control: only-if-cached`, or the cache-only
+    /// policy) and nothing stored may answer it: HTTP's 504 for only-if-cached.
+    case notCached
 
     public var errorDescription: String? {
         switch self {
         case .downloadTaskUnsupported:
             "download tasks cannot be served through CachingURLProtocol on Linux; use a data task"
+        case .notCached:
+            "no stored response may answer this request, and it forbids the network (only-if-cached)"
         }
     }
 }

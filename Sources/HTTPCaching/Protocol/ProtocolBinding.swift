@@ -20,9 +20,18 @@ final class ProtocolBinding: Sendable {
     /// Where forwarded tasks are created: never synchronously on the URLSession work queue
     /// that runs `startLoading` (that traps on Linux).
     let queue = DispatchQueue(label: "HTTPCaching.forward", qos: .userInitiated, attributes: .concurrent)
+    /// The session's `httpAdditionalHeaders`: they reach the network (added by Foundation's
+    /// HTTP class in the forwarding session) but not the request the cache sees, so `Vary`
+    /// and credential partitioning look here too.
+    let sessionHeaders: [String: String]
 
     init(cache: HTTPCache, forwarding configuration: URLSessionConfiguration) {
         self.cache = cache
+        var headers: [String: String] = [:]
+        for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
+            if let name = name as? String, let value = value as? String { headers[name] = value }
+        }
+        sessionHeaders = headers
         let forwarding = configuration.copy() as! URLSessionConfiguration
         forwarding.protocolClasses = (forwarding.protocolClasses ?? []).filter { !($0 is CachingURLProtocol.Type) }
         forwarding.urlCache = nil
@@ -41,10 +50,14 @@ final class ProtocolBinding: Sendable {
         }
     }
 
-    /// The request as it goes to the network: marked as handled, private headers removed.
-    static func forwardingRequest(from request: URLRequest) -> URLRequest {
+    /// The request as it goes to the network: marked as handled, private headers removed,
+    /// made conditional on `validating`'s validators if given.
+    static func forwardingRequest(from request: URLRequest, validating entry: CacheEntry? = nil) -> URLRequest {
         let mutable = (request as NSURLRequest).mutableCopy() as! NSMutableURLRequest
-        mutable.setValue(nil, forHTTPHeaderField: HTTPCachingHeaders.windows)
+        for name in HTTPCachingHeaders.allPrivate { mutable.setValue(nil, forHTTPHeaderField: name) }
+        if let entry {
+            for (name, value) in CacheDecision.conditionalHeaders(for: entry) { mutable.setValue(value, forHTTPHeaderField: name) }
+        }
         URLProtocol.setProperty(true, forKey: CachingURLProtocol.handledKey, in: mutable)
         return mutable as URLRequest
     }
@@ -62,24 +75,28 @@ final class ProtocolBinding: Sendable {
         }
     }
 
-    /// Refreshes a stale entry in the background, at most once at a time per key. Never
-    /// touches the request's client: the caller was already answered.
-    func refresh(_ key: CacheKey, request: URLRequest, previous: CacheEntry) {
+    /// Refreshes a stale entry in the background, at most once at a time per key: a
+    /// conditional request if the entry has a validator. Never touches the request's client:
+    /// the caller was already answered. On failure the stale entry is kept.
+    func refresh(_ key: CacheKey, request: URLRequest, headers: RequestHeaders, previous: CacheEntry) {
         let cache = self.cache
         guard cache.beginRefresh(key) else { return }
         let url = request.url
-        fetch(Self.forwardingRequest(from: request)) { data, response, error in
+        let validating = CacheDecision.hasValidator(previous) ? previous : nil
+        fetch(Self.forwardingRequest(from: request, validating: validating)) { data, response, error in
             defer { cache.endRefresh(key) }
-            if let error {
-                cache.emit(.refreshFailed(reason: error.localizedDescription), key, url)
+            guard error == nil, let http = response as? HTTPURLResponse else {
+                cache.emit(.refreshFailed(reason: error?.localizedDescription ?? "not an HTTP response"), key, url)
                 return
             }
-            guard let http = response as? HTTPURLResponse else {
-                cache.emit(.refreshFailed(reason: "not an HTTP response"), key, url)
+            if http.statusCode == 304, validating != nil {
+                _ = cache.revalidate(previous, with: http)
+                cache.emit(.refreshed(bodyChanged: false), key, url)
                 return
             }
             let body = data ?? Data()
-            if cache.isStorable(http, for: request), let stored = cache.record(http, body: body, for: request, key: key) {
+            if cache.isStorable(http, for: request, headers: headers),
+               let stored = cache.record(http, body: body, for: request, headers: headers, key: key) {
                 cache.emit(.refreshed(bodyChanged: stored.body != previous.body), key, url)
             } else {
                 cache.emit(.refreshFailed(reason: "status \(http.statusCode) not stored; stale entry kept"), key, url)

@@ -19,10 +19,13 @@ public struct CacheEntry: Sendable, Hashable {
     public var storedAt: Date
     /// Windows for this entry alone; nil uses the cache's. The default is nil.
     public var windows: CacheWindows?
+    /// The values, in the request that was answered, of the request headers the response's
+    /// `Vary` names (lower-cased names; an absent header is absent here). The default is none.
+    public var varyValues: [String: String]
 
     /// An entry with the given parts.
     public init(key: CacheKey, url: URL, statusCode: Int, headers: [String: String], body: Data,
-                storedAt: Date, windows: CacheWindows? = nil) {
+                storedAt: Date, windows: CacheWindows? = nil, varyValues: [String: String] = [:]) {
         self.key = key
         self.url = url
         self.statusCode = statusCode
@@ -30,12 +33,20 @@ public struct CacheEntry: Sendable, Hashable {
         self.body = body
         self.storedAt = storedAt
         self.windows = windows
+        self.varyValues = varyValues
+    }
+
+    /// A header's value, the name compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        if let value = headers[name] { return value }
+        return headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
     }
 
     /// The bytes the entry accounts for against a store's limit: body, headers and URL.
     public var byteCount: Int {
         var count = body.count + url.absoluteString.utf8.count + key.url.utf8.count + 64
         for (name, value) in headers { count += name.utf8.count + value.utf8.count + 4 }
+        for (name, value) in varyValues { count += name.utf8.count + value.utf8.count + 4 }
         return count
     }
 

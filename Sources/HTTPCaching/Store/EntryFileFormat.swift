@@ -3,12 +3,12 @@ import Foundation
 /// The bytes of one entry file, and back.
 ///
 /// Layout (little-endian): magic `HTCE`, version, flags, stored-at, status, optional windows,
-/// key method, key URL, response URL, header fields, body, then a checksum of everything
+/// key method, key URL, response URL, header fields, vary values, body, then a checksum of everything
 /// before it. Every length is checked against what remains, so a truncated, damaged or
 /// foreign file is a `DecodeError`, never a crash or a partial body.
 enum EntryFileFormat {
     static let magic: [UInt8] = Array("HTCE".utf8)
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
 
     struct DecodeError: Error, CustomStringConvertible {
         let description: String
@@ -29,10 +29,12 @@ enum EntryFileFormat {
         appendString(&out, entry.key.method)
         appendString(&out, entry.key.url)
         appendString(&out, entry.url.absoluteString)
-        append(&out, UInt32(entry.headers.count))
-        for (name, value) in entry.headers.sorted(by: { $0.key < $1.key }) {
-            appendString(&out, name)
-            appendString(&out, value)
+        for fields in [entry.headers, entry.varyValues] {
+            append(&out, UInt32(fields.count))
+            for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+                appendString(&out, name)
+                appendString(&out, value)
+            }
         }
         append(&out, UInt64(entry.body.count))
         out += entry.body
@@ -80,17 +82,15 @@ enum EntryFileFormat {
         let storedKey = CacheKey(method: try reader.string(), normalizedURL: try reader.string())
         if let key, key != storedKey { throw DecodeError(description: "the file holds another key (\(storedKey))") }
         guard let url = URL(string: try reader.string()) else { throw DecodeError(description: "invalid URL") }
-        let headerCount = Int(try reader.integer(UInt32.self))
-        guard headerCount <= payload.count / 8 else { throw DecodeError(description: "impossible header count") }
-        var headers: [String: String] = [:]
-        for _ in 0..<headerCount { headers[try reader.string()] = try reader.string() }
+        let headers = try reader.fields(limit: payload.count / 8)
+        let varyValues = try reader.fields(limit: payload.count / 8)
         let bodyLength = try reader.integer(UInt64.self)
         guard bodyLength == UInt64(payload.count - reader.offset) else {
             throw DecodeError(description: "body length \(bodyLength) does not match the file")
         }
         let body = Data(UnsafeRawBufferPointer(rebasing: payload[reader.offset...]))
         return CacheEntry(key: storedKey, url: url, statusCode: status, headers: headers, body: body,
-                          storedAt: storedAt, windows: windows)
+                          storedAt: storedAt, windows: windows, varyValues: varyValues)
     }
 
     private struct Reader {
@@ -107,6 +107,14 @@ enum EntryFileFormat {
             guard bytes.count - offset >= MemoryLayout<T>.size else { throw DecodeError(description: "truncated") }
             defer { offset += MemoryLayout<T>.size }
             return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
+        }
+
+        mutating func fields(limit: Int) throws(DecodeError) -> [String: String] {
+            let count = Int(try integer(UInt32.self))
+            guard count <= limit else { throw DecodeError(description: "impossible field count") }
+            var fields: [String: String] = [:]
+            for _ in 0..<count { fields[try string()] = try string() }
+            return fields
         }
 
         mutating func string() throws(DecodeError) -> String {

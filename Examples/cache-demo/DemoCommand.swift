@@ -39,6 +39,7 @@ enum StoreChoice: Equatable {
 struct FetchOptions: Equatable {
     var url: URL
     var store = StoreChoice.memory
+    var policy = CachingPolicy.twoTier
     var windows = CacheWindows.standard
     var repeatCount = 1
     var interval: TimeInterval = 0
@@ -67,8 +68,11 @@ extension DemoCommand {
                           (default 172800, two days)
       --repeat N          how many requests to make (default 1)
       --interval SECONDS  pause between requests (default 0)
+      --policy NAME       two-tier (default), http, cache-first, cache-only or network-only
+      --store STORE       as above
       --json              one JSON object per request and per event, instead of a table
 
+    how each request was served: miss, fresh, stale, expired, revalidated, fallback, bypass
     exit status: 0 success, 1 a request failed, 2 a bad command line
     """
 
@@ -92,7 +96,7 @@ extension DemoCommand {
                     name = String(argument[..<equals])
                     value = String(argument[argument.index(after: equals)...])
                 }
-                guard ["--fresh", "--usable", "--repeat", "--interval", "--store"].contains(name) else {
+                guard ["--fresh", "--usable", "--repeat", "--interval", "--store", "--policy"].contains(name) else {
                     throw UsageError(description: "unknown option '\(name)'")
                 }
                 guard let text = value ?? rest.popFirst() else { throw UsageError(description: "\(name) needs a value") }
@@ -101,6 +105,11 @@ extension DemoCommand {
                 case "--usable": usable = try seconds(text, name)
                 case "--interval": options.interval = try seconds(text, name)
                 case "--store": options.store = try StoreChoice(parsing: text)
+                case "--policy":
+                    guard let policy = CachingPolicy.builtIn.first(where: { $0.name == text }) else {
+                        throw UsageError(description: "--policy takes one of \(CachingPolicy.builtIn.map(\.name).joined(separator: ", ")), not '\(text)'")
+                    }
+                    options.policy = policy
                 default:
                     guard let count = Int(text), count >= 1 else {
                         throw UsageError(description: "--repeat takes a whole number of at least 1, not '\(text)'")

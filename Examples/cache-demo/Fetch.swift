@@ -15,11 +15,11 @@ enum FetchCommand {
             Output.error("cannot open the store: \(error)")
             return 1
         }
-        let cache = HTTPCache(configuration: CacheConfiguration(windows: options.windows), store: store)
+        let cache = HTTPCache(configuration: CacheConfiguration(windows: options.windows, policy: options.policy), store: store)
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
         let runner = Runner(session: URLSession(configuration: configuration))
-        let table = Table(columns: [("n", 4), ("elapsed s", 9), ("cache", 8), ("status", 6), ("bytes", 9), ("ms", 8)])
+        let table = Table(columns: [("n", 4), ("elapsed s", 9), ("cache", 11), ("status", 6), ("bytes", 9), ("ms", 8)])
 
         let observation = cache.observe { event in
             if options.json {
@@ -33,7 +33,7 @@ enum FetchCommand {
         defer { observation.cancel() }
 
         if !options.json {
-            Output.line("fetching \(options.url.absoluteString) \(options.repeatCount) time(s); windows: fresh \(format(options.windows.fresh, 2)) s, usable \(format(options.windows.usable, 2)) s")
+            Output.line("fetching \(options.url.absoluteString) \(options.repeatCount) time(s); policy \(options.policy); windows: fresh \(format(options.windows.fresh, 2)) s, usable \(format(options.windows.usable, 2)) s")
             table.header()
         }
         var status: Int32 = 0

@@ -17,9 +17,10 @@ struct DemoCommandTests {
     @Test("fetch takes fractional windows, a repeat count, an interval and --json, in either flag form")
     func fetchOptions() throws {
         let command = try DemoCommand.parse(["fetch", "http://a.test/x?q=1", "--fresh", "0.5", "--usable=2.5",
-                                             "--repeat", "3", "--interval=0.25", "--json", "--store", "disk:/tmp/c"])
+                                             "--repeat", "3", "--interval=0.25", "--json", "--store", "disk:/tmp/c", "--policy", "http"])
         var expected = FetchOptions(url: URL(string: "http://a.test/x?q=1")!)
         expected.store = .disk(path: "/tmp/c")
+        expected.policy = .httpSemantics
         expected.windows = try CacheWindows(fresh: 0.5, usable: 2.5)
         expected.repeatCount = 3
         expected.interval = 0.25
@@ -50,6 +51,7 @@ struct DemoCommandTests {
         (["fetch", "http://a.test", "http://b.test"], "unexpected argument"),
         (["fetch", "http://a.test", "--store", "cloud"], "--store takes"),
         (["--store", "disk:"], "--store takes"),
+        (["fetch", "http://a.test", "--policy", "sometimes"], "--policy takes one of"),
         (["--store"], "needs a value"),
         (["--store", "memory", "extra"], "unexpected argument"),
     ])

@@ -10,6 +10,7 @@ struct SocketReader {
     let fd: Int32
     private var buffer: [UInt8] = []
     private var start = 0
+    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
 
     init(fd: Int32) { self.fd = fd }
 
@@ -19,7 +20,6 @@ struct SocketReader {
             buffer.removeAll(keepingCapacity: true)
             start = 0
         }
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }
@@ -80,28 +80,25 @@ enum HTTPRequestParser {
     static func read(from reader: inout SocketReader) -> ParseOutcome {
         guard let (headBytes, tooLarge) = reader.readHead(limit: headLimit) else { return .closed }
         if tooLarge { return .malformed("request head too large") }
-        guard let head = String(validating: headBytes, as: UTF8.self) else {
-            return .malformed("request head is not UTF-8")
-        }
-        let parsed = parseHead(head)
+        let parsed = parseHead(headBytes)
         guard case .success(let (method, target, version, headers)) = parsed else {
             if case .failure(let error) = parsed { return .malformed(error.reason) }
             return .malformed("bad request")
         }
         var body = Data()
-        let lengthValue = headers.first { $0.name.lowercased() == "content-length" }?.value
-        if headers.contains(where: { $0.name.lowercased() == "transfer-encoding" }) {
+        let lengthValue = headers.first { asciiLowercased($0.name) == "content-length" }?.value
+        if headers.contains(where: { asciiLowercased($0.name) == "transfer-encoding" }) {
             return .malformed("chunked request bodies are not supported")
         }
         if let lengthValue {
-            guard let length = Int(lengthValue.trimmingCharacters(in: .whitespaces)),
+            guard let length = Int(lengthValue),
                   length >= 0, length <= bodyLimit else {
                 return .malformed("bad Content-Length")
             }
             guard let bytes = reader.read(count: length) else { return .closed }
             body = Data(bytes)
         }
-        let connection = headers.first { $0.name.lowercased() == "connection" }?.value.lowercased() ?? ""
+        let connection = asciiLowercased(headers.first { asciiLowercased($0.name) == "connection" }?.value ?? "")
         let closeAfter = version == "HTTP/1.0" ? !connection.contains("keep-alive") : connection.contains("close")
         let path = String(target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0])
         let request = LoopbackOrigin.Request(method: method, target: target, path: path, headers: headers, body: body)
@@ -110,29 +107,55 @@ enum HTTPRequestParser {
 
     struct HeadError: Error { let reason: String }
 
-    /// Splits a request head into method, target, version and header fields.
-    static func parseHead(_ head: String) -> Result<(String, String, String, [(name: String, value: String)]), HeadError> {
-        var lines = head.components(separatedBy: "\r\n")
-        while lines.last == "" { lines.removeLast() }
+    /// Splits a request head (bytes up to and including CRLF CRLF) into method, target,
+    /// version and header fields. Works on bytes: this is on every request's path.
+    static func parseHead(_ head: [UInt8]) -> Result<(String, String, String, [(name: String, value: String)]), HeadError> {
+        let cr: UInt8 = 13, lf: UInt8 = 10, space: UInt8 = 32, tab: UInt8 = 9, colon: UInt8 = 58
+        var lines: [ArraySlice<UInt8>] = []
+        var start = 0, i = 0
+        while i + 1 < head.count {
+            if head[i] == cr && head[i + 1] == lf {
+                if i > start { lines.append(head[start..<i]) } else if !lines.isEmpty { break }
+                i += 2
+                start = i
+            } else {
+                i += 1
+            }
+        }
         guard let requestLine = lines.first else { return .failure(HeadError(reason: "empty request")) }
-        let parts = requestLine.split(separator: " ", omittingEmptySubsequences: false)
+        let parts = requestLine.split(separator: space, omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(HeadError(reason: "bad request line")) }
-        let method = String(parts[0]), target = String(parts[1]), version = String(parts[2])
-        guard !method.isEmpty, method.allSatisfy({ $0.isLetter && $0.isUppercase }) else {
+        guard !parts[0].isEmpty, parts[0].allSatisfy({ $0 >= 65 && $0 <= 90 }) else {
             return .failure(HeadError(reason: "bad method"))
         }
-        guard target.hasPrefix("/") else { return .failure(HeadError(reason: "bad request target")) }
+        guard parts[1].first == 47 /* / */, let target = String(validating: parts[1], as: UTF8.self) else {
+            return .failure(HeadError(reason: "bad request target"))
+        }
+        let version = String(decoding: parts[2], as: UTF8.self)
         guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
             return .failure(HeadError(reason: "unsupported HTTP version"))
         }
         var headers: [(name: String, value: String)] = []
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { return .failure(HeadError(reason: "bad header line")) }
-            let name = String(line[..<colon])
-            guard !name.isEmpty, !name.contains(" ") else { return .failure(HeadError(reason: "bad header name")) }
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            headers.append((name, value))
+            guard let colonIndex = line.firstIndex(of: colon) else { return .failure(HeadError(reason: "bad header line")) }
+            let name = line[line.startIndex..<colonIndex]
+            guard !name.isEmpty, !name.contains(space), !name.contains(tab) else {
+                return .failure(HeadError(reason: "bad header name"))
+            }
+            var value = line[(colonIndex + 1)...]
+            while let first = value.first, first == space || first == tab { value = value.dropFirst() }
+            while let last = value.last, last == space || last == tab { value = value.dropLast() }
+            guard let nameText = String(validating: name, as: UTF8.self), let valueText = String(validating: value, as: UTF8.self) else {
+                return .failure(HeadError(reason: "header is not UTF-8"))
+            }
+            headers.append((nameText, valueText))
         }
-        return .success((method, target, version, headers))
+        return .success((String(decoding: parts[0], as: UTF8.self), target, version, headers))
+    }
+
+    /// Lower-cases ASCII letters only (header names are ASCII).
+    static func asciiLowercased(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 >= 65 && $0 <= 90 }) else { return text }
+        return String(decoding: text.utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
     }
 }

@@ -27,7 +27,8 @@ public final class LoopbackOrigin: @unchecked Sendable {
 
         /// The first value of a header, compared case-insensitively.
         public func header(_ name: String) -> String? {
-            headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+            let wanted = HTTPRequestParser.asciiLowercased(name)
+            return headers.first { HTTPRequestParser.asciiLowercased($0.name) == wanted }?.value
         }
     }
 
@@ -296,7 +297,7 @@ public final class LoopbackOrigin: @unchecked Sendable {
         var head = "HTTP/1.1 \(response.status) \(reasonPhrase(response.status))\r\n"
         var hasLength = false
         for (name, value) in response.headers {
-            if name.caseInsensitiveCompare("Content-Length") == .orderedSame { hasLength = true }
+            if HTTPRequestParser.asciiLowercased(name) == "content-length" { hasLength = true }
             head += "\(name): \(value)\r\n"
         }
         if !hasLength { head += "Content-Length: \(response.body.count)\r\n" }

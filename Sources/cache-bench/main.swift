@@ -7,7 +7,24 @@ import FoundationNetworking
 import HTTPCaching
 import LoopbackOrigin
 
-let quick = CommandLine.arguments.contains("--quick")
+let arguments = CommandLine.arguments
+let quick = arguments.contains("--quick")
+
+// `--only VARIANT BYTES COUNT`: run one variant alone, for a profiler (callgrind, perf).
+if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
+   let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]),
+   let size = HTTPBench.sizes.first(where: { $0.bytes == bytes }) {
+    let origin = try LoopbackOrigin()
+    let bench = HTTPBench(origin: origin, rounds: 1)
+    let variant = arguments[index + 1]
+    var unique = 0
+    let urls = bench.urls(variant, size, count: count, unique: &unique)
+    for url in urls.prefix(HTTPBench.hotKeys) { get(bench.session(variant), url) } // warm
+    let start = now()
+    for url in urls { get(bench.session(variant), url) }
+    print("\(variant) \(bytes): \(formatMicros((now() - start) / Double(count))) µs per request")
+    exit(0)
+}
 let rounds = quick ? 3 : 9
 let began = now()
 #if DEBUG

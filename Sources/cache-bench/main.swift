@@ -10,6 +10,15 @@ import LoopbackOrigin
 let arguments = CommandLine.arguments
 let quick = arguments.contains("--quick")
 
+// `--open-only COUNT`: time opening a disk store of COUNT small entries, for a profiler.
+if let index = arguments.firstIndex(of: "--open-only"), arguments.count > index + 1, let count = Int(arguments[index + 1]) {
+    let disk = DiskBench(rounds: 1)
+    defer { disk.cleanUp() }
+    let result = try disk.openTime(count: count)
+    print("open \(count): \(String(format: "%.1f", result.openMillis)) ms")
+    exit(0)
+}
+
 // `--only VARIANT BYTES COUNT`: run one variant alone, for a profiler (callgrind, perf).
 if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
    let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]),

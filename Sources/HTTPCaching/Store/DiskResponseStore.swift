@@ -374,35 +374,53 @@ private struct State: ~Copyable {
         return (entries, temporaries)
     }
 
+    /// Replays `index.log`, working on its bytes (it can hold hundreds of thousands of lines).
     private mutating func replayLog() {
         guard let data = FileManager.default.contents(atPath: path + "/index.log") else { return }
-        let text = String(decoding: data, as: UTF8.self)
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: true)
-        if data.last != UInt8(ascii: "\n"), !lines.isEmpty { lines.removeLast() } // torn last line
-        entries.reserveCapacity(lines.count)
-        for line in lines {
+        let bytes = [UInt8](data)
+        entries.reserveCapacity(bytes.count / 120)
+        var lineStart = 0
+        while let newline = bytes[lineStart...].firstIndex(of: 10) { // a torn last line has none: ignored
+            replay(bytes[lineStart..<newline])
             logLines += 1
-            let fields = line.split(separator: " ", maxSplits: 6, omittingEmptySubsequences: false)
-            switch (fields.first, fields.count) {
-            case ("P", 7):
-                guard let size = Int(fields[2]), let storedAt = Double(fields[3]), let access = UInt64(fields[4]) else { continue }
-                let key = CacheKey(method: Self.unescape(fields[5]), normalizedURL: Self.unescape(fields[6]))
-                insert(String(fields[1]), Meta(size: size, storedAt: storedAt, access: access, key: key))
-            case ("R", 2):
-                if let meta = entries.removeValue(forKey: String(fields[1])) { bytes -= meta.size }
-            case ("A", 3):
-                let name = String(fields[1])
-                if let access = UInt64(fields[2]), entries[name] != nil {
-                    entries[name]!.access = access
-                    sequence = max(sequence, access)
-                }
-            case ("C", 1):
-                entries.removeAll()
-                bytes = 0
-            default:
-                continue
-            }
+            lineStart = newline + 1
         }
+    }
+
+    private mutating func replay(_ line: ArraySlice<UInt8>) {
+        let fields = line.split(separator: 32, maxSplits: 6, omittingEmptySubsequences: false)
+        guard let kind = fields.first, kind.count == 1 else { return }
+        switch (kind.first, fields.count) {
+        case (UInt8(ascii: "P"), 7):
+            guard let size = Self.integer(fields[2]), let storedAt = Double(String(decoding: fields[3], as: UTF8.self)),
+                  let access = Self.integer(fields[4]) else { return }
+            let key = CacheKey(method: Self.unescape(fields[5]), normalizedURL: Self.unescape(fields[6]))
+            insert(String(decoding: fields[1], as: UTF8.self), Meta(size: size, storedAt: storedAt, access: UInt64(access), key: key))
+        case (UInt8(ascii: "R"), 2):
+            if let meta = entries.removeValue(forKey: String(decoding: fields[1], as: UTF8.self)) { bytes -= meta.size }
+        case (UInt8(ascii: "A"), 3):
+            let name = String(decoding: fields[1], as: UTF8.self)
+            if let access = Self.integer(fields[2]), entries[name] != nil {
+                entries[name]!.access = UInt64(access)
+                sequence = max(sequence, UInt64(access))
+            }
+        case (UInt8(ascii: "C"), 1):
+            entries.removeAll()
+            bytes = 0
+        default:
+            return
+        }
+    }
+
+    /// A non-negative decimal integer, or nil.
+    private static func integer(_ digits: ArraySlice<UInt8>) -> Int? {
+        guard !digits.isEmpty, digits.count < 19 else { return nil }
+        var value = 0
+        for digit in digits {
+            guard digit >= 48 && digit <= 57 else { return nil }
+            value = value * 10 + Int(digit - 48)
+        }
+        return value
     }
 
     /// Drops index entries whose file is gone; adopts entry files the index does not know
@@ -536,14 +554,14 @@ private struct State: ~Copyable {
     }
 
     private static func escape(_ text: String) -> String {
-        guard text.contains(where: { $0 == "%" || $0 == " " || $0 == "\n" || $0 == "\r" }) else { return text }
+        guard text.utf8.contains(where: { $0 == 37 || $0 == 32 || $0 == 10 || $0 == 13 }) else { return text }
         return text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: " ", with: "%20")
             .replacingOccurrences(of: "\n", with: "%0A").replacingOccurrences(of: "\r", with: "%0D")
     }
 
-    private static func unescape(_ field: Substring) -> String {
-        let text = String(field)
-        guard text.contains("%") else { return text }
+    private static func unescape(_ field: ArraySlice<UInt8>) -> String {
+        let text = String(decoding: field, as: UTF8.self)
+        guard field.contains(37) else { return text } // no "%": nothing escaped
         return text.replacingOccurrences(of: "%0D", with: "\r").replacingOccurrences(of: "%0A", with: "\n")
             .replacingOccurrences(of: "%20", with: " ").replacingOccurrences(of: "%25", with: "%")
     }

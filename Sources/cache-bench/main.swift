@@ -13,8 +13,8 @@ let quick = arguments.contains("--quick")
 // `--open-only COUNT`: time opening a disk store of COUNT small entries, for a profiler.
 if let index = arguments.firstIndex(of: "--open-only"), arguments.count > index + 1, let count = Int(arguments[index + 1]) {
     let disk = DiskBench(rounds: 1)
-    defer { disk.cleanUp() }
     let result = try disk.openTime(count: count)
+    disk.cleanUp() // exit() skips defer in top-level code
     print("open \(count): \(String(format: "%.1f", result.openMillis)) ms")
     exit(0)
 }
@@ -41,7 +41,6 @@ print("note: a debug build; run `swift run -c release cache-bench` for numbers w
 #endif
 
 let origin = try LoopbackOrigin()
-defer { origin.stop() }
 let http = HTTPBench(origin: origin, rounds: rounds)
 let (medians, problems) = http.run()
 
@@ -73,7 +72,6 @@ print("peak resident memory while serving \(served) MB of 1 MB hits from a 64 Mi
 lines.append("peak_rss_mb=\(Int(memory.peak))")
 
 let disk = DiskBench(rounds: rounds)
-defer { disk.cleanUp() }
 let small = quick ? 20_000 : 100_000
 let opening = try disk.openTime(count: small)
 print("\ndisk store: wrote \(small) small entries in \(String(format: "%.1f", opening.writeSeconds)) s; opening it takes \(String(format: "%.1f", opening.openMillis)) ms")
@@ -88,6 +86,8 @@ for (suffix, bytes, operations) in [("", 1024, 400), ("_100k", 100 * 1024, 150),
     lines.append("ratio.disk_read_over_file\(suffix)=\(formatRatio((m["store_read"] ?? .nan) / (m["file_read"] ?? .nan)))")
 }
 
+disk.cleanUp() // here, not in a defer: exit() below skips defer in top-level code
+origin.stop()
 if !problems.isEmpty {
     print("\nproblems (the numbers above are suspect):")
     for problem in problems { print("  \(problem)") }

@@ -23,6 +23,16 @@ final class TemporaryDirectory {
     }
 }
 
+/// Replaces a file's bytes in place. (Foundation's Data.write(to:) goes through a folder in
+/// /tmp on Linux that it leaves behind.)
+func overwrite(_ path: String, with data: Data) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { throw POSIXError(.EIO) }
+    defer { close(fd) }
+    let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    guard written == data.count else { throw POSIXError(.EIO) }
+}
+
 func permissions(_ path: String) -> mode_t {
     var info = stat()
     stat(path, &info)
@@ -140,7 +150,7 @@ struct DiskResponseStoreTests {
         case "empty": bytes = Data()
         default: bytes[bytes.count / 2] ^= 0x40
         }
-        try bytes.write(to: URL(fileURLWithPath: file))
+        try overwrite(file, with: bytes)
         #expect(throws: ResponseStoreError.self) { try store.entry(for: entry.key) }
         #expect(!FileManager.default.fileExists(atPath: file))
         #expect(store.entryCount == 0)
@@ -148,7 +158,7 @@ struct DiskResponseStoreTests {
 
         // Through a cache: a miss and a `corrupted` event.
         try store.write(entry)
-        try bytes.write(to: URL(fileURLWithPath: file))
+        try overwrite(file, with: bytes)
         let cache = HTTPCache(store: store)
         let recorder = EventRecorder(cache)
         #expect(cache.cachedEntry(for: URLRequest(url: entry.url)) == nil)
@@ -160,8 +170,8 @@ struct DiskResponseStoreTests {
         let directory = TemporaryDirectory()
         try DiskResponseStore(directory: directory.url).close()
         let foreign = directory.path + "/" + String(repeating: "ab", count: 32) + ".entry"
-        try Data("not an entry".utf8).write(to: URL(fileURLWithPath: foreign))
-        try Data("mine".utf8).write(to: URL(fileURLWithPath: directory.path + "/notes.txt"))
+        try overwrite(foreign, with: Data("not an entry".utf8))
+        try overwrite(directory.path + "/notes.txt", with: Data("mine".utf8))
         let store = try DiskResponseStore(directory: directory.url)
         #expect(!FileManager.default.fileExists(atPath: foreign))
         #expect(FileManager.default.fileExists(atPath: directory.path + "/notes.txt"))

@@ -201,8 +201,7 @@ struct EndToEndTests {
     func forwardingKeepsSettings() async throws {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpAdditionalHeaders = ["X-Api-Key": "secret", "User-Agent": "tests/1.0"]
-        let cookies = HTTPCookieStorage.sharedCookieStorage(forGroupContainerIdentifier: "tests-\(UUID().uuidString)")
-        configuration.httpCookieStorage = cookies
+        let cookies = try #require(configuration.httpCookieStorage, "the ephemeral configuration's own storage")
         configuration.timeoutIntervalForRequest = 12
         let h = try Harness(sessionConfiguration: configuration)
         let seen = SeenHeaders()

@@ -238,20 +238,7 @@ public final class DiskResponseStore: ResponseStore {
     }
 
     private func writeFile(_ name: String, _ data: Data) throws {
-        let fd = open(path + "/" + name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw DiskStoreError.io(operation: "create", path: name, errno: errno) }
-        defer { closeDescriptor(fd) }
-        let ok = data.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let n = writeDescriptor(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
-                offset += n
-            }
-            return true
-        }
-        guard ok else {
+        guard writeWholeFile(path + "/" + name, data) else {
             let code = errno
             unlink(path + "/" + name)
             throw DiskStoreError.io(operation: "write", path: name, errno: code)
@@ -449,11 +436,13 @@ private struct State: ~Copyable {
         var text = ""
         text.reserveCapacity(entries.count * 160)
         for (name, meta) in entries { text += Self.putLine(name, meta) }
+        // Written by hand: FileManager.createFile writes through a temporary folder in /tmp on
+        // Linux and leaves it behind.
         let temporary = path + "/index.log.\(UInt64.random(in: 0...UInt64.max)).tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
-              rename(temporary, path + "/index.log") == 0 else {
+        guard writeWholeFile(temporary, Array(text.utf8)), rename(temporary, path + "/index.log") == 0 else {
+            let code = errno
             unlink(temporary)
-            throw DiskStoreError.io(operation: "write", path: path + "/index.log", errno: errno)
+            throw DiskStoreError.io(operation: "write", path: path + "/index.log", errno: code)
         }
         logLines = entries.count
         pendingAccesses.removeAll()
@@ -574,4 +563,21 @@ private func closeDescriptor(_ fd: Int32) {
 
 private func writeDescriptor(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
     write(fd, buffer, count)
+}
+
+/// Creates `path` (0600, failing if it exists) holding exactly `bytes`; false on any failure.
+private func writeWholeFile<Bytes: ContiguousBytes>(_ path: String, _ bytes: Bytes) -> Bool {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { return false }
+    defer { closeDescriptor(fd) }
+    return bytes.withUnsafeBytes { buffer -> Bool in
+        var offset = 0
+        while offset < buffer.count {
+            let n = writeDescriptor(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
 }

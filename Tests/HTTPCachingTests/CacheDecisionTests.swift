@@ -388,3 +388,46 @@ struct CacheKeyTests {
         #expect(key("http://h/a").removingQueryItems(named: ["t"]) == key("http://h/a"))
     }
 }
+
+@Suite("Fast paths agree with the slow ones")
+struct FastPathTests {
+    @Test("a URL already in normal form keys the same with or without parsing", arguments: [
+        "http://example.com/a?b=C", "https://example.com/", "http://example.com:8080/x?y", "https://h/a%20b",
+        "HTTP://Example.com/a", "http://example.com:80/a", "https://example.com:443/", "http://example.com",
+        "http://user@example.com/a", "http://example.com/a#frag", "http://[::1]:8080/a", "https://example.com:4430/a",
+    ])
+    func normalizedURLs(string: String) {
+        let url = URL(string: string)!
+        var components = URLComponents(url: url, resolvingAgainstBaseURL: true)!
+        let scheme = components.scheme?.lowercased()
+        components.scheme = scheme
+        if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
+        if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) { components.port = nil }
+        if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
+        components.fragment = nil
+        #expect(CacheKey.normalize(url) == components.string!)
+    }
+
+    @Test("ASCII case-insensitive header names")
+    func asciiCase() {
+        #expect("Content-Type".equalsIgnoringASCIICase("content-type"))
+        #expect("ETAG".equalsIgnoringASCIICase("etag"))
+        #expect(!"ETag".equalsIgnoringASCIICase("ETags"))
+        #expect(!"a-b".equalsIgnoringASCIICase("a_b"))
+        #expect(!"[".equalsIgnoringASCIICase("{"), "only letters fold")
+    }
+
+    @Test("a hit response is reused within the same second of age, rebuilt past it")
+    func builtResponses() {
+        let url = URL(string: "http://example.test/")!
+        let entry = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: ["ETag": "1"], body: Data(), storedAt: Date())
+        let built = BuiltResponses()
+        let first = built.response(for: entry, status: .fresh, age: 3.2)
+        #expect(built.response(for: entry, status: .fresh, age: 3.9) === first)
+        #expect(built.response(for: entry, status: .fresh, age: 4.0) !== first)
+        #expect(built.response(for: entry, status: .stale, age: 4.0).cacheStatus == .stale)
+        var newer = entry
+        newer.storedAt = entry.storedAt.addingTimeInterval(1)
+        #expect(built.response(for: newer, status: .stale, age: 4.0).value(forHTTPHeaderField: "Age") == "4")
+    }
+}

@@ -67,7 +67,7 @@ struct RequestHeaders: Sendable {
     func value(_ name: String) -> String? {
         if let value = request.value(forHTTPHeaderField: name) { return value }
         guard !session.isEmpty else { return nil }
-        return session[name] ?? session.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+        return session[name] ?? session.first { $0.key.equalsIgnoringASCIICase(name) }?.value
     }
 }
 
@@ -267,7 +267,7 @@ enum CacheDecision {
     static func merge(_ entry: CacheEntry, notModified: HTTPURLResponse, storableHeaders: [String: String], now: Date) -> CacheEntry {
         var updated = entry
         for (name, value) in storableHeaders where !keptOnUpdate.contains(name.lowercased()) {
-            if let existing = updated.headers.keys.first(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
+            if let existing = updated.headers.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {
                 updated.headers[existing] = nil
             }
             updated.headers[name] = value

@@ -40,6 +40,8 @@ public struct CacheKey: Hashable, Sendable, Comparable, CustomStringConvertible 
     }
 
     static func normalize(_ url: URL) -> String {
+        let string = url.absoluteString
+        if isNormalized(string) { return string }
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
             return url.absoluteString
         }
@@ -52,5 +54,30 @@ public struct CacheKey: Hashable, Sendable, Comparable, CustomStringConvertible 
         if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
         components.fragment = nil
         return components.string ?? url.absoluteString
+    }
+
+    /// Whether a URL string is already in normal form, so parsing it can be skipped (the
+    /// common case, on every request's path): `http://` or `https://`, a host in lower case
+    /// without userinfo or a default port, a path, no fragment.
+    static func isNormalized(_ string: String) -> Bool {
+        let bytes = string.utf8
+        let schemeLength: Int
+        if bytes.starts(with: "http://".utf8) { schemeLength = 7 }
+        else if bytes.starts(with: "https://".utf8) { schemeLength = 8 }
+        else { return false }
+        var index = bytes.index(bytes.startIndex, offsetBy: schemeLength)
+        var authority: [UInt8] = []
+        while index != bytes.endIndex, bytes[index] != UInt8(ascii: "/") {
+            let byte = bytes[index]
+            // Upper case, userinfo, IPv6 brackets, a query or fragment before any path: take the slow path.
+            if (byte >= 65 && byte <= 90) || byte == UInt8(ascii: "@") || byte == UInt8(ascii: "[")
+                || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") || byte == UInt8(ascii: "%") { return false }
+            authority.append(byte)
+            index = bytes.index(after: index)
+        }
+        guard index != bytes.endIndex, !authority.isEmpty else { return false } // no path
+        let defaultPort = schemeLength == 7 ? Array(":80".utf8) : Array(":443".utf8)
+        if authority.count > defaultPort.count && Array(authority.suffix(defaultPort.count)) == defaultPort { return false }
+        return !bytes[index...].contains(UInt8(ascii: "#"))
     }
 }

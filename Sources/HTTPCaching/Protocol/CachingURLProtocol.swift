@@ -60,7 +60,7 @@ open class CachingURLProtocol: URLProtocol {
         case .serve(let status, let age, let refresh):
             guard let entry else { return }
             cache.emit(CacheEvent.Kind(status), key, url)
-            delivery.deliver(Self.response(for: entry, status: status, age: age), body: entry.body)
+            delivery.deliver(binding.builtResponses.response(for: entry, status: status, age: age), body: entry.body)
             if refresh { binding.refresh(key, request: request, headers: headers, previous: entry) }
         case .forward(let plan):
             forward(request, headers: headers, key: key, plan: plan, entry: entry, binding: binding, delivery: delivery)

@@ -24,6 +24,8 @@ final class ProtocolBinding: Sendable {
     /// HTTP class in the forwarding session) but not the request the cache sees, so `Vary`
     /// and credential partitioning look here too.
     let sessionHeaders: [String: String]
+    /// Responses built for hits, reused while the entry, status and whole-second age match.
+    let builtResponses = BuiltResponses()
 
     init(cache: HTTPCache, forwarding configuration: URLSessionConfiguration) {
         self.cache = cache
@@ -102,6 +104,38 @@ final class ProtocolBinding: Sendable {
                 cache.emit(.refreshFailed(reason: "status \(http.statusCode) not stored; stale entry kept"), key, url)
             }
         }
+    }
+}
+
+/// Hit responses already built. Building an `HTTPURLResponse` is most of what a hit costs
+/// (Foundation does work per header), and one is immutable, so tasks may share it: a hit on
+/// the same entry, with the same status, in the same second of age gets the same object.
+final class BuiltResponses: @unchecked Sendable {
+    private struct Built {
+        let storedAt: Date
+        let status: CacheStatus
+        let age: Int
+        let response: HTTPURLResponse
+    }
+
+    private let lock = NSLock()
+    private var built: [CacheKey: Built] = [:]
+    private let limit = 1024
+
+    func response(for entry: CacheEntry, status: CacheStatus, age: TimeInterval) -> HTTPURLResponse {
+        let seconds = Int(age)
+        lock.lock()
+        if let found = built[entry.key], found.storedAt == entry.storedAt, found.status == status, found.age == seconds {
+            lock.unlock()
+            return found.response
+        }
+        lock.unlock()
+        let response = CachingURLProtocol.response(for: entry, status: status, age: age)
+        lock.lock()
+        if built.count >= limit { built.removeAll(keepingCapacity: true) }
+        built[entry.key] = Built(storedAt: entry.storedAt, status: status, age: seconds, response: response)
+        lock.unlock()
+        return response
     }
 }
 

@@ -39,7 +39,7 @@ public struct CacheEntry: Sendable, Hashable {
     /// A header's value, the name compared case-insensitively.
     public func header(_ name: String) -> String? {
         if let value = headers[name] { return value }
-        return headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+        return headers.first { $0.key.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// The bytes the entry accounts for against a store's limit: body, headers and URL.

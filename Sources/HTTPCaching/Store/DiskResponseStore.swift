@@ -224,15 +224,8 @@ public final class DiskResponseStore: ResponseStore {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw DiskStoreError.io(operation: "stat", path: name, errno: errno) }
         var data = Data(count: Int(info.st_size))
-        let complete = data.withUnsafeMutableBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let n = read(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
-                offset += n
-            }
-            return true
+        let complete = data.withUnsafeMutableBytes { buffer in
+            transferAll(buffer.count) { offset in read(fd, buffer.baseAddress! + offset, buffer.count - offset) }
         }
         return complete ? data : Data() // a file that shrank under us decodes as corrupt
     }
@@ -525,17 +518,12 @@ private struct State: ~Copyable {
     /// Appends whole lines with one write, so a crash leaves at most one torn line.
     private mutating func append(_ text: String) {
         guard logFD >= 0 else { return }
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { writeDescriptor(logFD, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            offset += n
+        let fd = logFD
+        _ = Array(text.utf8).withUnsafeBytes { buffer in
+            transferAll(buffer.count) { offset in writeDescriptor(fd, buffer.baseAddress! + offset, buffer.count - offset) }
         }
         logLines += text.utf8.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
         if logLines > 4 * entries.count + 4096 { try? compactLog() }
-        bytes.removeAll()
     }
 
     private static func putLine(_ name: String, _ meta: Meta) -> String {
@@ -570,14 +558,21 @@ private func writeWholeFile<Bytes: ContiguousBytes>(_ path: String, _ bytes: Byt
     let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     guard fd >= 0 else { return false }
     defer { closeDescriptor(fd) }
-    return bytes.withUnsafeBytes { buffer -> Bool in
-        var offset = 0
-        while offset < buffer.count {
-            let n = writeDescriptor(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
-        }
-        return true
+    return bytes.withUnsafeBytes { buffer in
+        transferAll(buffer.count) { offset in writeDescriptor(fd, buffer.baseAddress! + offset, buffer.count - offset) }
     }
+}
+
+/// Repeats a read or write until `count` bytes have moved, retrying after EINTR.
+/// - Parameter step: moves bytes from `offset` on; returns what read(2) or write(2) returned.
+/// - Returns: false if a step failed or moved nothing before the end.
+private func transferAll(_ count: Int, _ step: (_ offset: Int) -> Int) -> Bool {
+    var offset = 0
+    while offset < count {
+        let n = step(offset)
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return false }
+        offset += n
+    }
+    return true
 }

@@ -80,6 +80,20 @@ struct CacheDecisionTests {
         #expect(outcome(Self.decide(entry: Self.entry(headers: ["Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"]), age: 4000)) == "revalidate+fallback")
     }
 
+    @Test("URLRequest.cachePolicy maps onto the decision", arguments: [
+        (URLRequest.CachePolicy.useProtocolCachePolicy, "fresh"), (.reloadIgnoringLocalCacheData, "fetch"),
+        (.reloadIgnoringLocalAndRemoteCacheData, "fetch"), (.returnCacheDataElseLoad, "fresh"),
+        (.returnCacheDataDontLoad, "fresh"), (.reloadRevalidatingCacheData, "revalidate+fallback"),
+    ] as [(URLRequest.CachePolicy, String)])
+    func requestCachePolicy(policy: URLRequest.CachePolicy, expected: String) {
+        var request = Self.request()
+        request.cachePolicy = policy
+        #expect(outcome(Self.decide(request, entry: Self.entry(headers: ["ETag": "\"1\""]), age: 1)) == expected)
+        #expect(outcome(Self.decide(request, entry: Self.entry(headers: ["ETag": "\"1\""]), age: 1e5))
+                == (policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad ? "stale-no-refresh"
+                    : policy == .reloadIgnoringLocalCacheData || policy == .reloadIgnoringLocalAndRemoteCacheData ? "fetch" : "revalidate+fallback"))
+    }
+
     @Test("fallback can be turned off")
     func fallbackOff() {
         let configuration = CacheConfiguration(windows: .test(fresh: 60, usable: 3600), errorFallbackWindow: nil)

@@ -16,6 +16,9 @@ struct CacheControl: Equatable {
 
     func has(_ name: String) -> Bool { flags.contains(name) || directives[name] != nil }
 
+    /// Adds a directive without an argument, as if the field had said it.
+    mutating func require(_ name: String) { flags.insert(name) }
+
     /// A delta-seconds argument; nil if absent or not a non-negative integer.
     func seconds(_ name: String) -> TimeInterval? {
         guard let argument = directives[name], let value = UInt64(argument) else { return nil }

@@ -95,14 +95,22 @@ enum CacheDecision {
         let method = request.httpMethod?.uppercased() ?? "GET"
         if invalidatingMethods.contains(method) { return .invalidate }
         guard method == "GET" else { return .forward(.bypass()) }
-        let policy = request.cachingPolicy ?? configuration.policy
+        let policy = request.cachingPolicy ?? policy(for: request.cachePolicy) ?? configuration.policy
         if policy == .networkOnly { return .forward(.bypass()) }
         for name in passThroughRequestHeaders where request.value(forHTTPHeaderField: name) != nil {
             return .forward(.bypass())
         }
         if !configuration.storesCredentialedResponses && isCredentialed(headers) { return .forward(.bypass()) }
 
-        let directives = CacheControl(headers.value("Cache-Control"), pragma: headers.value("Pragma"))
+        var directives = CacheControl(headers.value("Cache-Control"), pragma: headers.value("Pragma"))
+        switch request.cachePolicy {
+        case .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData:
+            return .forward(ForwardPlan(status: entry == nil ? .miss : .expired, store: !directives.has("no-store")))
+        case .reloadRevalidatingCacheData:
+            directives.require("no-cache")
+        default:
+            break
+        }
         let onlyIfCached = directives.has("only-if-cached") || policy == .cacheOnly
         let store = !directives.has("no-store")
         guard let entry, varyMatches(entry, headers) else {
@@ -153,6 +161,17 @@ enum CacheDecision {
                                         validate: verdict == .revalidate && hasValidator(entry),
                                         store: store,
                                         fallback: configuration.errorFallbackWindow != nil && !mustRevalidate && age < errorLimit))
+        }
+    }
+
+    /// The policy a request's own `URLRequest.cachePolicy` asks for, so existing code that
+    /// sets one keeps its meaning: `.returnCacheDataElseLoad` is cache-first,
+    /// `.returnCacheDataDontLoad` cache-only (the reload policies are handled in `decide`).
+    static func policy(for cachePolicy: URLRequest.CachePolicy) -> CachingPolicy? {
+        switch cachePolicy {
+        case .returnCacheDataElseLoad: .cacheFirst
+        case .returnCacheDataDontLoad: .cacheOnly
+        default: nil
         }
     }
 

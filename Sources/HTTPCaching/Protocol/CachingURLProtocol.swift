@@ -27,12 +27,32 @@ open class CachingURLProtocol: URLProtocol {
         BindingRegistry.makeClass(for: ProtocolBinding(cache: cache, forwarding: configuration))
     }
 
-    /// True for http and https requests this cache did not forward itself.
+    /// True for http and https GET requests this cache did not forward itself.
+    ///
+    /// Every other method is left to Foundation's own HTTP class, which alone can send an
+    /// upload task's body (a custom protocol never sees it) and report upload progress; for
+    /// POST, PUT, PATCH and DELETE the entry stored for the same URL is removed here first.
     override open class func canInit(with request: URLRequest) -> Bool {
-        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              property(forKey: handledKey, in: request) == nil else {
             return false
         }
-        return property(forKey: handledKey, in: request) == nil
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        if method == "GET" { return true }
+        if CacheDecision.invalidatingMethods.contains(method) {
+            invalidate(for: request, binding: BindingRegistry.binding(for: self))
+        }
+        return false
+    }
+
+    /// Removes the entry an unsafe request's success would make outdated: the GET of its URL,
+    /// with its credentials.
+    static func invalidate(for request: URLRequest, binding: ProtocolBinding) {
+        var read = request
+        read.httpMethod = "GET"
+        let key = binding.cache.key(for: read, headers: RequestHeaders(read, session: binding.sessionHeaders))
+        binding.cache.remove(key, url: request.url)
+        binding.cache.emit(.invalidated, key, request.url)
     }
 
     /// The request unchanged.
@@ -58,18 +78,15 @@ open class CachingURLProtocol: URLProtocol {
         switch CacheDecision.decide(request: request, headers: headers, entry: entry, now: cache.now(),
                                     configuration: cache.configuration) {
         case .serve(let status, let age, let refresh):
-            guard let entry else { return }
+            guard let entry else { return delivery.fail(URLError(.unknown)) } // the decision serves only what exists
             cache.emit(CacheEvent.Kind(status), key, url)
             delivery.deliver(binding.builtResponses.response(for: entry, status: status, age: age), body: entry.body)
             if refresh { binding.refresh(key, request: request, headers: headers, previous: entry) }
         case .forward(let plan):
             forward(request, headers: headers, key: key, plan: plan, entry: entry, binding: binding, delivery: delivery)
         case .invalidate:
-            var read = request
-            read.httpMethod = "GET"
-            let readKey = cache.key(for: read, headers: headers)
-            cache.remove(readKey, url: url)
-            cache.emit(.invalidated, readKey, url)
+            // Only reached if a subclass lets unsafe methods through `canInit`.
+            Self.invalidate(for: request, binding: binding)
             forward(request, headers: headers, key: key, plan: .bypass(), entry: nil, binding: binding, delivery: delivery)
         case .unsatisfiable:
             cache.emit(.miss, key, url)
@@ -91,6 +108,9 @@ open class CachingURLProtocol: URLProtocol {
         let url = request.url
         let validating = plan.validate ? entry : nil
         let fallback = plan.fallback ? entry : nil
+        if entry != nil && plan.status == .expired && validating == nil && fallback == nil {
+            cache.remove(key, url: url) // past every window, no validator: of no more use
+        }
         @Sendable func serve(_ entry: CacheEntry, as status: CacheStatus) {
             cache.emit(CacheEvent.Kind(status), key, url)
             delivery.deliver(Self.response(for: entry, status: status, age: cache.age(of: entry, for: request)), body: entry.body)
@@ -113,7 +133,7 @@ open class CachingURLProtocol: URLProtocol {
             cache.emit(CacheEvent.Kind(served), key, url)
             if storable {
                 cache.record(http, body: body, for: request, headers: headers, key: key)
-            } else if entry != nil && plan.status == .expired {
+            } else if validating != nil || fallback != nil {
                 cache.remove(key, url: url) // replaced by a response that may not be stored
             }
             delivery.deliver(Self.response(from: http, status: served), body: body)

@@ -25,6 +25,7 @@ public struct CacheKey: Hashable, Sendable, Comparable, CustomStringConvertible 
 
     public var description: String { "\(method) \(url)" }
 
+    /// Orders keys by URL, then method.
     public static func < (lhs: CacheKey, rhs: CacheKey) -> Bool {
         (lhs.url, lhs.method) < (rhs.url, rhs.method)
     }

@@ -170,6 +170,7 @@ public enum CachingError: Error, LocalizedError, Equatable {
     /// policy) and nothing stored may answer it: HTTP's 504 for only-if-cached.
     case notCached
 
+    /// What went wrong, in a sentence.
     public var errorDescription: String? {
         switch self {
         case .downloadTaskUnsupported:

@@ -97,6 +97,8 @@ public final class DiskResponseStore: ResponseStore {
 
     // MARK: - ResponseStore
 
+    /// The entry for a key, read from its file; a damaged file is removed and reported by
+    /// throwing `ResponseStoreError.corruptEntry`. Counts as a use.
     public func entry(for key: CacheKey) throws -> CacheEntry? {
         let name = Self.fileName(for: key)
         guard let data = try readFile(name) else {
@@ -120,6 +122,8 @@ public final class DiskResponseStore: ResponseStore {
         return entry
     }
 
+    /// Writes an entry atomically (temporary file, then rename), trimming to `trimRatio` of the
+    /// limits once one is passed. An entry over `maxEntrySize` is not stored.
     @discardableResult
     public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
         let name = Self.fileName(for: entry.key)
@@ -145,15 +149,18 @@ public final class DiskResponseStore: ResponseStore {
         }
     }
 
+    /// Removes the entry for a key and its file.
     public func removeEntry(for key: CacheKey) throws {
         let name = Self.fileName(for: key)
         state.withLock { $0.remove(name, unlinking: true) }
     }
 
+    /// Removes every entry and its file.
     public func removeAll() throws {
         try removeAll(progress: { _ in })
     }
 
+    /// Removes every entry stored at or after `date`.
     public func removeEntries(storedSince date: Date) throws {
         try removeEntries(storedSince: date, progress: { _ in })
     }
@@ -179,7 +186,9 @@ public final class DiskResponseStore: ResponseStore {
         unlinkReporting(names, progress: progress)
     }
 
+    /// The bytes the entries account for (see `CacheEntry.byteCount`).
     public var totalBytes: Int { state.withLock { $0.bytes } }
+    /// How many entries are stored.
     public var entryCount: Int { state.withLock { $0.entries.count } }
 
     // MARK: - Files

@@ -30,10 +30,12 @@ public final class MemoryResponseStore: ResponseStore {
         try! self.init(byteLimit: 64 << 20, countLimit: 10_000)
     }
 
+    /// The entry for a key, made the most recently used.
     public func entry(for key: CacheKey) -> CacheEntry? {
         state.withLock { $0.touch(key)?.entry }
     }
 
+    /// Stores an entry as the most recently used, evicting the least recently used ones past a limit.
     @discardableResult
     public func write(_ entry: CacheEntry) -> StoreWriteResult {
         let size = entry.byteCount
@@ -51,21 +53,26 @@ public final class MemoryResponseStore: ResponseStore {
         }
     }
 
+    /// Removes the entry for a key.
     public func removeEntry(for key: CacheKey) {
         state.withLock { _ = $0.remove(key) }
     }
 
+    /// Removes every entry.
     public func removeAll() {
         state.withLock { $0 = LRUList() }
     }
 
+    /// Removes every entry stored at or after `date`.
     public func removeEntries(storedSince date: Date) {
         state.withLock { list in
             for key in list.keys(where: { $0.storedAt >= date }) { list.remove(key) }
         }
     }
 
+    /// The bytes the entries account for (see `CacheEntry.byteCount`).
     public var totalBytes: Int { state.withLock { $0.bytes } }
+    /// How many entries are stored.
     public var entryCount: Int { state.withLock { $0.count } }
 }
 

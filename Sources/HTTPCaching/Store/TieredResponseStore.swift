@@ -16,6 +16,7 @@ public final class TieredResponseStore: ResponseStore {
         self.back = back
     }
 
+    /// The entry from memory, else from the back store (then kept in memory too).
     public func entry(for key: CacheKey) throws -> CacheEntry? {
         if let entry = memory.entry(for: key) { return entry }
         guard let entry = try back.entry(for: key) else { return nil }
@@ -23,6 +24,7 @@ public final class TieredResponseStore: ResponseStore {
         return entry
     }
 
+    /// Writes to the back store, then to memory; what the back store evicts leaves memory too.
     @discardableResult
     public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
         let result = try back.write(entry)
@@ -31,31 +33,38 @@ public final class TieredResponseStore: ResponseStore {
         return result
     }
 
+    /// Removes the entry from both tiers.
     public func removeEntry(for key: CacheKey) throws {
         memory.removeEntry(for: key)
         try back.removeEntry(for: key)
     }
 
+    /// Removes every entry from both tiers.
     public func removeAll() throws {
         memory.removeAll()
         try back.removeAll()
     }
 
+    /// Removes every entry stored at or after `date` from both tiers.
     public func removeEntries(storedSince date: Date) throws {
         memory.removeEntries(storedSince: date)
         try back.removeEntries(storedSince: date)
     }
 
+    /// Removes every entry from both tiers, reporting the back store's progress.
     public func removeAll(progress: (RemovalProgress) -> Void) throws {
         memory.removeAll()
         try back.removeAll(progress: progress)
     }
 
+    /// Removes every entry stored at or after `date` from both tiers, reporting the back store's progress.
     public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void) throws {
         memory.removeEntries(storedSince: date)
         try back.removeEntries(storedSince: date, progress: progress)
     }
 
+    /// The back store's bytes.
     public var totalBytes: Int { back.totalBytes }
+    /// The back store's entry count.
     public var entryCount: Int { back.entryCount }
 }

@@ -25,8 +25,12 @@ struct Runner {
     let started = Date()
 
     func request(_ n: Int, _ url: URL) async throws -> Row {
+        try await request(n, URLRequest(url: url))
+    }
+
+    func request(_ n: Int, _ request: URLRequest) async throws -> Row {
         let begin = DispatchTime.now()
-        let (data, response) = try await session.data(for: URLRequest(url: url))
+        let (data, response) = try await session.data(for: request)
         let ms = Double(DispatchTime.now().uptimeNanoseconds - begin.uptimeNanoseconds) / 1e6
         let http = response as? HTTPURLResponse
         return Row(n: n, elapsed: Date().timeIntervalSince(started), cache: http?.cacheStatus?.rawValue ?? "none",

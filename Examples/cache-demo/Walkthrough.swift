@@ -24,6 +24,13 @@ enum Walkthrough {
         origin.route("/resource") { _, hit in
             .init(headers: [("Content-Type", "text/plain")], text: "version \(hit)", delay: originLatency)
         }
+        // A resource with a validator: answers 304 when the request's If-None-Match matches.
+        origin.route("/validated") { request, _ in
+            if request.header("If-None-Match") == "\"r1\"" {
+                return .init(status: 304, headers: [("ETag", "\"r1\"")], delay: originLatency)
+            }
+            return .init(headers: [("Content-Type", "text/plain"), ("ETag", "\"r1\"")], text: "tagged", delay: originLatency)
+        }
         let url = origin.url("/resource")
         let store: any ResponseStore
         do {
@@ -55,7 +62,7 @@ enum Walkthrough {
         windows: fresh \(format(windows.fresh)) s, usable \(format(windows.usable)) s
 
         """)
-        let table = Table(columns: [("#", 3), ("elapsed s", 9), ("served", 8), ("status", 6), ("body", 10), ("ms", 7), ("origin hits", 11)])
+        let table = Table(columns: [("#", 3), ("elapsed s", 9), ("served", 11), ("status", 6), ("body", 10), ("ms", 7), ("origin hits", 11)])
         table.header()
 
         var n = 0
@@ -64,14 +71,19 @@ enum Walkthrough {
             "fresh": "fresh: younger than \(format(windows.fresh)) s, answered from the store, no network",
             "stale": "stale: past the fresh window, answered from the store at once; refreshing in the background",
             "expired": "expired: older than the \(format(windows.usable)) s usable window, removed and fetched again",
+            "revalidated": "revalidated: expired, but it has an ETag; the origin answered 304 and the stored body was served",
+            "fallback": "fallback: the origin is unreachable; the expired entry was served instead of an error",
         ]
-        func step() async throws {
+        func step(_ request: URLRequest = URLRequest(url: url)) async throws {
             n += 1
-            let row = try await runner.request(n, url)
+            let row = try await runner.request(n, request)
             table.row([String(n), format(row.elapsed, 2), row.cache, String(row.status),
-                       String(decoding: row.body, as: UTF8.self), format(row.ms), String(origin.requestCount("/resource"))])
+                       String(decoding: row.body, as: UTF8.self), format(row.ms), String(origin.requestCount())])
             Output.line("      \(notes[row.cache] ?? row.cache)")
         }
+        // The second act uses windows of its own, set on the request: fresh 0.5 s, usable 1 s.
+        var tagged = URLRequest(url: origin.url("/validated"))
+        tagged.cacheWindows = try? CacheWindows(fresh: 0.5, usable: 1)
 
         do {
             try await step()                   // miss (or, from a disk store, whatever is stored)
@@ -83,11 +95,20 @@ enum Walkthrough {
             try await pause(windows.usable + 0.2)
             try await step()                   // expired
             try await step()                   // fresh: the new body
+
+            Output.line("\nvalidators and fallback: /validated sends an ETag; this request sets its own windows (fresh 0.5 s, usable 1 s)")
+            try await step(tagged)             // miss
+            try await pause(1.2)
+            try await step(tagged)             // revalidated: 304
+            try await pause(1.2)
+            origin.stop()
+            Output.line("      (the origin is stopped)")
+            try await step(tagged)             // fallback
         } catch {
             Output.error("walkthrough request failed: \(error.localizedDescription)")
             return 1
         }
-        Output.line("\nthe origin answered \(origin.requestCount("/resource")) of \(n) requests; the cache answered the rest.")
+        Output.line("\nthe origin answered \(origin.requestCount()) of \(n) requests (one of them with a 304); the cache answered the rest.")
         return 0
     }
 

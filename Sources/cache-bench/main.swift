@@ -19,6 +19,16 @@ if let index = arguments.firstIndex(of: "--open-only"), arguments.count > index 
     exit(0)
 }
 
+// `--disk-only BYTES OPERATIONS`: the disk store against plain files for one size, for a profiler.
+if let index = arguments.firstIndex(of: "--disk-only"), arguments.count > index + 2,
+   let bytes = Int(arguments[index + 1]), let operations = Int(arguments[index + 2]) {
+    let disk = DiskBench(rounds: 3)
+    let result = try disk.readWrite(bytes: bytes, operations: operations)
+    disk.cleanUp()
+    for (name, seconds) in result.sorted(by: { $0.key < $1.key }) { print("\(name): \(formatMicros(seconds)) µs") }
+    exit(0)
+}
+
 // `--only VARIANT BYTES COUNT`: run one variant alone, for a profiler (callgrind, perf).
 if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
    let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]),

@@ -14,25 +14,50 @@ struct SHA256 {
 
     /// The 32-byte digest of `bytes`.
     static func hash<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
-        var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
-        var message = Array(bytes)
-        let bitLength = UInt64(message.count) &* 8
-        message.append(0x80)
-        while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        var h: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) =
+            (0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19)
+        let digest: [UInt8] = withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { tail in
+                let run = { (input: UnsafeBufferPointer<UInt8>) in
+                    // Whole blocks straight from the input; the rest, with padding, from `tail`.
+                    var offset = 0
+                    while offset + 64 <= input.count {
+                        compress(UnsafeRawPointer(input.baseAddress! + offset), w, &h)
+                        offset += 64
+                    }
+                    let rest = input.count - offset
+                    for i in 0..<rest { tail[i] = input[offset + i] }
+                    tail[rest] = 0x80
+                    let blocks = rest < 56 ? 1 : 2
+                    for i in (rest + 1)..<(blocks * 64) { tail[i] = 0 }
+                    let bitLength = UInt64(input.count) &* 8
+                    for i in 0..<8 { tail[blocks * 64 - 1 - i] = UInt8(truncatingIfNeeded: bitLength >> (8 * UInt64(i))) }
+                    for block in 0..<blocks { compress(UnsafeRawPointer(tail.baseAddress! + block * 64), w, &h) }
+                }
+                if bytes.withContiguousStorageIfAvailable(run) == nil { Array(bytes).withUnsafeBufferPointer(run) }
+                var out = [UInt8]()
+                out.reserveCapacity(32)
+                for word in [h.0, h.1, h.2, h.3, h.4, h.5, h.6, h.7] {
+                    out.append(UInt8(word >> 24)); out.append(UInt8(truncatingIfNeeded: word >> 16))
+                    out.append(UInt8(truncatingIfNeeded: word >> 8)); out.append(UInt8(truncatingIfNeeded: word))
+                }
+                return out
+            }
+        }
+        return digest
+    }
 
-        var w = [UInt32](repeating: 0, count: 64)
-        for chunk in stride(from: 0, to: message.count, by: 64) {
-            for i in 0..<16 {
-                let b = chunk + i * 4
-                w[i] = UInt32(message[b]) << 24 | UInt32(message[b + 1]) << 16 | UInt32(message[b + 2]) << 8 | UInt32(message[b + 3])
-            }
-            for i in 16..<64 {
-                let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-                let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-                w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-            }
-            var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7]
+    /// One 64-byte block into the state.
+    private static func compress(_ block: UnsafeRawPointer, _ w: UnsafeMutableBufferPointer<UInt32>,
+                                 _ h: inout (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)) {
+        for i in 0..<16 { w[i] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self)) }
+        for i in 16..<64 {
+            let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
+            let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
+            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+        }
+        var a = h.0, b = h.1, c = h.2, d = h.3, e = h.4, f = h.5, g = h.6, hh = h.7
+        k.withUnsafeBufferPointer { k in
             for i in 0..<64 {
                 let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
                 let choice = (e & f) ^ (~e & g)
@@ -42,9 +67,8 @@ struct SHA256 {
                 let t2 = s0 &+ majority
                 hh = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ t2
             }
-            h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d; h[4] &+= e; h[5] &+= f; h[6] &+= g; h[7] &+= hh
         }
-        return h.flatMap { word in [UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8), UInt8(truncatingIfNeeded: word)] }
+        h.0 &+= a; h.1 &+= b; h.2 &+= c; h.3 &+= d; h.4 &+= e; h.5 &+= f; h.6 &+= g; h.7 &+= hh
     }
 
     /// The digest as 64 lower-case hex digits.

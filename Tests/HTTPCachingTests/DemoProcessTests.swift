@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+import LoopbackOrigin
+
+/// Runs the built demo as a user would, and checks what it prints and how it exits.
+@Suite("The demo, run as a program")
+struct DemoProcessTests {
+    struct Run {
+        let status: Int32
+        let output: String
+        let errors: String
+    }
+
+    /// Runs `cache-demo` with arguments, without blocking the test's thread.
+    static func run(_ arguments: [String]) async throws -> Run {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var executable = directory.appendingPathComponent("cache-demo")
+        if !FileManager.default.fileExists(atPath: executable.path) {
+            executable = directory.deletingLastPathComponent().appendingPathComponent("cache-demo")
+        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                do {
+                    try process.run()
+                    let out = output.fileHandleForReading.readDataToEndOfFile()
+                    let err = errors.fileHandleForReading.readDataToEndOfFile()
+                    process.waitUntilExit()
+                    continuation.resume(returning: Run(status: process.terminationStatus,
+                                                       output: String(decoding: out, as: UTF8.self),
+                                                       errors: String(decoding: err, as: UTF8.self)))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    @Test("--help prints the usage and exits 0")
+    func help() async throws {
+        let run = try await Self.run(["--help"])
+        #expect(run.status == 0 && run.output.contains("usage: cache-demo"))
+    }
+
+    @Test("a bad flag or a bad URL prints a clear message and exits 2",
+          arguments: [["fetch", "http://127.0.0.1/", "--bogus"], ["fetch", "ftp://x/y"], ["fetch"], ["walk"]])
+    func usageErrors(arguments: [String]) async throws {
+        let run = try await Self.run(arguments)
+        #expect(run.status == 2)
+        #expect(run.errors.contains("cache-demo: ") && run.errors.contains("--help"))
+    }
+
+    @Test("an unreachable URL prints the error and exits 1")
+    func unreachable() async throws {
+        let origin = try LoopbackOrigin()
+        let url = origin.url("/nothing-listens-here")
+        origin.stop() // the port is now closed
+        let run = try await Self.run(["fetch", url.absoluteString])
+        #expect(run.status == 1)
+        #expect(run.errors.contains("request 1 to \(url.absoluteString) failed"))
+    }
+
+    @Test("fetch --json prints one object per request and per event, and waits for the background refresh")
+    func json() async throws {
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeVersioned("/j")
+        let run = try await Self.run(["fetch", origin.url("/j").absoluteString, "--fresh", "0", "--usable", "60",
+                                      "--repeat", "2", "--json"])
+        #expect(run.status == 0)
+        let objects = run.output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(objects.count == run.output.split(separator: "\n").count, "every line is a JSON object")
+        let requests = objects.filter { $0["n"] != nil }
+        #expect(requests.map { $0["cache"] as? String } == ["miss", "stale"])
+        #expect(requests.allSatisfy { $0["status"] as? Int == 200 && $0["bytes"] as? Int == 2 && $0["ms"] is Double })
+        #expect(objects.contains { $0["event"] as? String == "refreshed" && $0["changed"] as? Bool == true },
+                "the refresh finished before the demo exited")
+        #expect(origin.requestCount("/j") == 2)
+    }
+
+    @Test("the walkthrough shows every transition")
+    func walkthrough() async throws {
+        let run = try await Self.run([])
+        #expect(run.status == 0)
+        for status in ["miss", "fresh", "stale", "expired", "revalidated", "fallback"] {
+            #expect(run.output.contains("  \(status) "), "\(status)")
+        }
+        #expect(run.output.contains("refreshed in the background (body changed)"))
+    }
+}

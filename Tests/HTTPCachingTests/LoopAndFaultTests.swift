@@ -228,6 +228,26 @@ struct ConcurrencyTests {
         #expect(try await h.get("/hot").text == "v2")
     }
 
+    @Test("a stale answer arrives after its background refresh has been claimed")
+    func refreshClaimedFirst() async throws {
+        let h = try Harness()
+        let gate = DispatchSemaphore(value: 0)
+        h.origin.route("/g") { _, hit in
+            if hit > 1 { _ = gate.wait(timeout: .now() + 20) } // hold the refresh
+            return .init(text: "v\(hit)")
+        }
+        _ = try await h.get("/g")
+        h.clock.advance(by: 61)
+        for _ in 0..<20 {
+            #expect(try await h.get("/g").status == .stale)
+            #expect(h.cache.refreshesInFlight == 1, "visible as soon as the caller is answered")
+        }
+        gate.signal()
+        #expect(await h.recorder.wait(for: .refreshed(bodyChanged: true)))
+        #expect(h.cache.refreshesInFlight == 0)
+        #expect(h.origin.requestCount("/g") == 2)
+    }
+
     @Test("many concurrent misses on distinct keys are all answered and stored")
     func concurrentMisses() async throws {
         let h = try Harness()

@@ -80,8 +80,10 @@ open class CachingURLProtocol: URLProtocol {
         case .serve(let status, let age, let refresh):
             guard let entry else { return delivery.fail(URLError(.unknown)) } // the decision serves only what exists
             cache.emit(CacheEvent.Kind(status), key, url)
-            delivery.deliver(binding.builtResponses.response(for: entry, status: status, age: age), body: entry.body)
+            // Claim the refresh before answering, so a caller that looks at `refreshesInFlight`
+            // once answered sees it; the refresh itself runs off this thread.
             if refresh { binding.refresh(key, request: request, headers: headers, previous: entry) }
+            delivery.deliver(binding.builtResponses.response(for: entry, status: status, age: age), body: entry.body)
         case .forward(let plan):
             forward(request, headers: headers, key: key, plan: plan, entry: entry, binding: binding, delivery: delivery)
         case .invalidate:

@@ -200,6 +200,24 @@ struct FaultTests {
         #expect(await h.origin.openConnections(atMost: 0, timeout: 10), "every forwarded request was cancelled")
         #expect(h.cache.store.entryCount == 0)
     }
+
+    @Test("cancelling a request that could fall back ends it quietly: no fallback, no event, the entry kept")
+    func cancelWithFallback() async throws {
+        let h = try Harness()
+        h.origin.route("/cf") { _, hit in hit == 1 ? .init(text: "old") : .init(fault: .hang) }
+        _ = try await h.get("/cf")
+        h.clock.advance(by: 3 * 86_400) // expired, inside the error window
+        let calls = CallCounter()
+        let task = h.session.dataTask(with: h.origin.url("/cf")) { _, _, error in calls.record(error) }
+        task.resume()
+        #expect(await h.origin.requests("/cf", count: 2))
+        task.cancel()
+        #expect(await calls.waitForFirst(timeout: 10))
+        #expect(calls.codes == [URLError.cancelled.rawValue])
+        #expect(await h.origin.openConnections(atMost: 0, timeout: 10))
+        #expect(h.recorder.count(.fallback) == 0)
+        #expect(h.cache.entryCount == 1)
+    }
 }
 
 @Suite("Concurrency")

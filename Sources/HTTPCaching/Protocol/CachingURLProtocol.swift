@@ -119,6 +119,9 @@ open class CachingURLProtocol: URLProtocol {
         }
         binding.fetch(ProtocolBinding.forwardingRequest(from: request, validating: validating),
                       started: { delivery.attach($0) }) { data, response, error in
+            if (error as? URLError)?.code == .cancelled {
+                return delivery.fail(error!) // the caller cancelled (a no-op then): no fallback, no event
+            }
             guard error == nil, let http = response as? HTTPURLResponse else {
                 if let fallback { return serve(fallback, as: .fallback) }
                 cache.emit(CacheEvent.Kind(plan.status), key, url)

@@ -13,13 +13,8 @@ struct DemoProcessTests {
 
     /// Runs `cache-demo` with arguments, without blocking the test's thread.
     static func run(_ arguments: [String]) async throws -> Run {
-        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var executable = directory.appendingPathComponent("cache-demo")
-        if !FileManager.default.fileExists(atPath: executable.path) {
-            executable = directory.deletingLastPathComponent().appendingPathComponent("cache-demo")
-        }
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = builtExecutable(named: "cache-demo")
         process.arguments = arguments
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output

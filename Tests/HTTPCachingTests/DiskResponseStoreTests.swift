@@ -90,11 +90,7 @@ struct DiskResponseStoreTests {
     @Test("a process killed at random moments leaves every readable entry whole and correct")
     func crashSafety() async throws {
         let directory = TemporaryDirectory()
-        let writer = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var executable = writer.appendingPathComponent("store-crash-writer")
-        if !FileManager.default.fileExists(atPath: executable.path) {
-            executable = writer.deletingLastPathComponent().appendingPathComponent("store-crash-writer")
-        }
+        let executable = builtExecutable(named: "store-crash-writer")
         var verified = 0
         for round in 0..<12 {
             let process = Process()

@@ -30,14 +30,8 @@ struct LoopTests {
 
     /// Runs the registration probe in a new process and returns its output lines.
     func probe(_ arguments: [String] = []) throws -> [String] {
-        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var probeURL = directory.appendingPathComponent("registration-probe")
-        // The test bundle may sit one level inside the build folder.
-        if !FileManager.default.fileExists(atPath: probeURL.path) {
-            probeURL = directory.deletingLastPathComponent().appendingPathComponent("registration-probe")
-        }
         let process = Process()
-        process.executableURL = probeURL
+        process.executableURL = builtExecutable(named: "registration-probe")
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe

@@ -141,3 +141,12 @@ extension CacheWindows {
         try! CacheWindows(fresh: fresh, usable: usable)
     }
 }
+
+/// A program this package builds (the demo, the test probes), found beside the test bundle.
+func builtExecutable(named name: String) -> URL {
+    let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let beside = directory.appendingPathComponent(name)
+    // The test bundle may sit one level inside the build folder.
+    return FileManager.default.fileExists(atPath: beside.path)
+        ? beside : directory.deletingLastPathComponent().appendingPathComponent(name)
+}

@@ -311,6 +311,21 @@ struct DirectiveTableTests {
         #expect(outcome(CacheDecisionTests.decide(request, entry: CacheDecisionTests.entry(), age: 0)) == "bypass")
     }
 
+    @Test("policy precedence: the private header, then URLRequest.cachePolicy, then the configuration; and the served age follows it")
+    func policyPrecedence() {
+        let configuration = CacheConfiguration(policy: .httpSemantics)
+        var request = CacheDecisionTests.request()
+        #expect(CacheDecision.policy(for: request, configuration: configuration) == .httpSemantics)
+        request.cachePolicy = .returnCacheDataElseLoad
+        #expect(CacheDecision.policy(for: request, configuration: configuration) == .cacheFirst)
+        request.cachingPolicy = .networkOnly
+        #expect(CacheDecision.policy(for: request, configuration: configuration) == .networkOnly)
+        let entry = CacheDecisionTests.entry(headers: ["Age": "100"])
+        let now = CacheDecisionTests.storedAt.addingTimeInterval(5)
+        #expect(CacheDecision.servedAge(of: entry, policy: .httpSemantics, now: now) == 105, "the Age it arrived with counts")
+        #expect(CacheDecision.servedAge(of: entry, policy: .twoTier, now: now) == 5)
+    }
+
     @Test("stale-if-error extends the fallback past the configured error window")
     func staleIfError() {
         let configuration = CacheConfiguration(policy: .httpSemantics, errorFallbackWindow: 60)

@@ -216,11 +216,9 @@ public final class HTTPCache: Sendable {
                           varyValues: CacheDecision.varyValues(for: response, headers: headers))
     }
 
-    /// The `Age` an entry is served with: RFC 9111's current age under the HTTP policy, else
-    /// the seconds since it was stored.
+    /// The `Age` an entry is served with, by the policy that decides for the request.
     func age(of entry: CacheEntry, for request: URLRequest) -> TimeInterval {
-        (request.cachingPolicy ?? configuration.policy) == .httpSemantics
-            ? Freshness.currentAge(of: entry, at: now()) : entry.age(at: now())
+        CacheDecision.servedAge(of: entry, policy: CacheDecision.policy(for: request, configuration: configuration), now: now())
     }
 
     /// Claims the one refresh slot for a key; false if a refresh is already running.
@@ -238,15 +236,22 @@ public final class HTTPCache: Sendable {
                                                "proxy-authorization", HTTPCachingHeaders.status.lowercased()]
 
     static func storableHeaders(of response: HTTPURLResponse) -> [String: String] {
-        var headers: [String: String] = [:]
         let named = Set((response.value(forHTTPHeaderField: "Connection") ?? "")
             .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
-        for (name, value) in response.allHeaderFields {
-            guard let name = name as? String, let value = value as? String else { continue }
+        return response.headerFields.filter { name, _ in
             let lower = name.lowercased()
-            if hopByHopHeaders.contains(lower) || named.contains(lower) { continue }
-            headers[name] = value
+            return !hopByHopHeaders.contains(lower) && !named.contains(lower)
         }
-        return headers
+    }
+}
+
+extension HTTPURLResponse {
+    /// The header fields as strings (Foundation types them `[AnyHashable: Any]`).
+    var headerFields: [String: String] {
+        var fields: [String: String] = [:]
+        for (name, value) in allHeaderFields {
+            if let name = name as? String, let value = value as? String { fields[name] = value }
+        }
+        return fields
     }
 }

@@ -95,7 +95,7 @@ enum CacheDecision {
         let method = request.httpMethod?.uppercased() ?? "GET"
         if invalidatingMethods.contains(method) { return .invalidate }
         guard method == "GET" else { return .forward(.bypass()) }
-        let policy = request.cachingPolicy ?? policy(for: request.cachePolicy) ?? configuration.policy
+        let policy = policy(for: request, configuration: configuration)
         if policy == .networkOnly { return .forward(.bypass()) }
         for name in passThroughRequestHeaders where request.value(forHTTPHeaderField: name) != nil {
             return .forward(.bypass())
@@ -121,7 +121,7 @@ enum CacheDecision {
         let age = entry.age(at: now)
         let verdict: CachePolicyVerdict
         var mustRevalidate = false
-        var servedAge = age
+        let servedAge = servedAge(of: entry, policy: policy, now: now)
         var errorLimit = configuration.errorFallbackWindow ?? -1
 
         switch policy {
@@ -130,7 +130,6 @@ enum CacheDecision {
         case .httpSemantics:
             let response = CacheControl(entry.header("Cache-Control"), pragma: entry.header("Pragma"))
             let lifetime = Freshness.lifetime(of: entry)
-            servedAge = Freshness.currentAge(of: entry, at: now)
             mustRevalidate = response.has("must-revalidate") || response.has("no-cache")
             let whileRevalidating = response.seconds("stale-while-revalidate") ?? 0
             if let ifError = response.seconds("stale-if-error") ?? directives.seconds("stale-if-error") {
@@ -162,6 +161,18 @@ enum CacheDecision {
                                         store: store,
                                         fallback: configuration.errorFallbackWindow != nil && !mustRevalidate && age < errorLimit))
         }
+    }
+
+    /// The policy that decides for a request: its private policy header, else what its
+    /// `URLRequest.cachePolicy` asks for, else the configuration's.
+    static func policy(for request: URLRequest, configuration: CacheConfiguration) -> CachingPolicy {
+        request.cachingPolicy ?? policy(for: request.cachePolicy) ?? configuration.policy
+    }
+
+    /// The age an entry is served with (its `Age` header): RFC 9111's current age under the
+    /// HTTP policy, else the seconds since it was stored.
+    static func servedAge(of entry: CacheEntry, policy: CachingPolicy, now: Date) -> TimeInterval {
+        policy == .httpSemantics ? Freshness.currentAge(of: entry, at: now) : entry.age(at: now)
     }
 
     /// The policy a request's own `URLRequest.cachePolicy` asks for, so existing code that

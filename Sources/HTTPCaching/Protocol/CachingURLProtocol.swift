@@ -156,10 +156,7 @@ open class CachingURLProtocol: URLProtocol {
 
     /// The network's response with the cache-status header added.
     static func response(from response: HTTPURLResponse, status: CacheStatus) -> HTTPURLResponse {
-        var headers: [String: String] = [:]
-        for (name, value) in response.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name] = value }
-        }
+        var headers = response.headerFields
         headers[HTTPCachingHeaders.status] = status.rawValue
         return HTTPURLResponse(url: response.url!, statusCode: response.statusCode, httpVersion: "HTTP/1.1",
                                headerFields: headers) ?? response

@@ -115,7 +115,7 @@ public final class DiskResponseStore: ResponseStore {
         }
         state.withLock { state in
             if state.entries[name] == nil {
-                state.adopt(name, size: entry.byteCount, storedAt: entry.storedAt, key: key)
+                state.put(name, size: entry.byteCount, storedAt: entry.storedAt, key: key) // a file the index missed
             }
             state.touch(name)
         }
@@ -470,10 +470,6 @@ private struct State: ~Copyable {
         insert(name, meta)
         pendingAccesses[name] = nil
         append(Self.putLine(name, meta))
-    }
-
-    mutating func adopt(_ name: String, size: Int, storedAt: Date, key: CacheKey) {
-        put(name, size: size, storedAt: storedAt, key: key)
     }
 
     mutating func touch(_ name: String) {

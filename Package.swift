@@ -5,11 +5,14 @@ let package = Package(
     name: "swift-http-caching",
     products: [
         .library(name: "HTTPCaching", targets: ["HTTPCaching"]),
+        // The store conformance checks, for authors of their own `ResponseStore`.
+        .library(name: "HTTPCachingTestKit", targets: ["HTTPCachingTestKit"]),
         .executable(name: "cache-demo", targets: ["cache-demo"]),
     ],
     targets: [
         // The library: decision (pure), stores, and the URLProtocol plumbing.
         .target(name: "HTTPCaching"),
+        .target(name: "HTTPCachingTestKit", dependencies: ["HTTPCaching"]),
         // A small HTTP/1.1 origin on 127.0.0.1, used by the tests, the demo and the benchmarks.
         .target(name: "LoopbackOrigin"),
         .executableTarget(
@@ -24,7 +27,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPCachingTests",
-            dependencies: ["HTTPCaching", "LoopbackOrigin", "cache-demo", "registration-probe", "store-crash-writer"]
+            dependencies: ["HTTPCaching", "HTTPCachingTestKit", "LoopbackOrigin", "cache-demo", "registration-probe", "store-crash-writer"]
         ),
         // Run by the tests in a fresh process (global registration depends on process history).
         .executableTarget(

@@ -430,6 +430,8 @@ struct FastPathTests {
         var components = URLComponents(url: url, resolvingAgainstBaseURL: true)!
         let scheme = components.scheme?.lowercased()
         components.scheme = scheme
+        components.percentEncodedUser = nil // userinfo joins the credential partition, never the key
+        components.percentEncodedPassword = nil
         if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
         if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) { components.port = nil }
         if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }

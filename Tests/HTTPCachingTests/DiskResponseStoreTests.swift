@@ -7,6 +7,7 @@ import Glibc
 #endif
 import Testing
 @testable import HTTPCaching
+import HTTPCachingTestKit
 @testable import store_crash_writer
 
 /// A fresh directory under the system's temporary folder, removed when dropped.
@@ -48,23 +49,23 @@ struct DiskResponseStoreTests {
         let directory = TemporaryDirectory()
         var count = 0
         var open: DiskResponseStore?
-        try StoreConformance.run {
+        try StoreConformance(makeStore: {
             open?.close()
             count += 1
             let store = try DiskResponseStore(directory: directory.url.appendingPathComponent("\(count)"))
             open = store
             return store
-        }
+        }).run()
     }
 
     @Test("a tiered store passes the conformance suite too")
     func tieredConformance() throws {
         let directory = TemporaryDirectory()
         var count = 0
-        try StoreConformance.run {
+        try StoreConformance(makeStore: {
             count += 1
             return TieredResponseStore(back: try DiskResponseStore(directory: directory.url.appendingPathComponent("\(count)")))
-        }
+        }).run()
     }
 
     @Test("entries, their ages, windows and the order of use survive a restart")

@@ -22,10 +22,18 @@ public struct CacheEntry: Sendable, Hashable {
     /// The values, in the request that was answered, of the request headers the response's
     /// `Vary` names (lower-cased names; an absent header is absent here). The default is none.
     public var varyValues: [String: String]
+    /// Identifies this version of the entry: a new one for every response stored, including
+    /// one updated by a 304. Stores keep it as it is. The default is a random number.
+    public var generation: UInt64
+    /// After this moment the entry is of no more use to the cache (past every window, with no
+    /// validator to revalidate it): stores may drop it then, and a Redis store uses it as the
+    /// key's time to live. nil: no known end. The default is nil.
+    public var usefulUntil: Date?
 
     /// An entry with the given parts.
     public init(key: CacheKey, url: URL, statusCode: Int, headers: [String: String], body: Data,
-                storedAt: Date, windows: CacheWindows? = nil, varyValues: [String: String] = [:]) {
+                storedAt: Date, windows: CacheWindows? = nil, varyValues: [String: String] = [:],
+                generation: UInt64 = CacheEntry.newGeneration(), usefulUntil: Date? = nil) {
         self.key = key
         self.url = url
         self.statusCode = statusCode
@@ -34,6 +42,13 @@ public struct CacheEntry: Sendable, Hashable {
         self.storedAt = storedAt
         self.windows = windows
         self.varyValues = varyValues
+        self.generation = generation
+        self.usefulUntil = usefulUntil
+    }
+
+    /// A new random generation, never zero.
+    public static func newGeneration() -> UInt64 {
+        UInt64.random(in: 1...UInt64.max)
     }
 
     /// A header's value, the name compared case-insensitively.
@@ -44,7 +59,8 @@ public struct CacheEntry: Sendable, Hashable {
 
     /// The bytes the entry accounts for against a store's limit: body, headers and URL.
     public var byteCount: Int {
-        var count = body.count + url.absoluteString.utf8.count + key.url.utf8.count + 64
+        var count = body.count + url.absoluteString.utf8.count + key.url.utf8.count + 96
+        count += (key.partition?.rawValue.utf8.count ?? 0) + (key.variant?.utf8.count ?? 0) + key.namespace.utf8.count
         for (name, value) in headers { count += name.utf8.count + value.utf8.count + 4 }
         for (name, value) in varyValues { count += name.utf8.count + value.utf8.count + 4 }
         return count

@@ -155,16 +155,6 @@ public final class DiskResponseStore: ResponseStore {
         state.withLock { $0.remove(name, unlinking: true) }
     }
 
-    /// Removes every entry and its file.
-    public func removeAll() throws {
-        try removeAll(progress: { _ in })
-    }
-
-    /// Removes every entry stored at or after `date`.
-    public func removeEntries(storedSince date: Date) throws {
-        try removeEntries(storedSince: date, progress: { _ in })
-    }
-
     /// Removes every entry, reporting progress as files are deleted.
     public func removeAll(progress: (RemovalProgress) -> Void) throws {
         let names = state.withLock { state -> [String] in
@@ -175,15 +165,19 @@ public final class DiskResponseStore: ResponseStore {
         unlinkReporting(names, progress: progress)
     }
 
-    /// Removes every entry stored at or after `date`, reporting progress as files are deleted.
-    public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void) throws {
-        let cutoff = date.timeIntervalSince1970
+    /// Removes every entry whose metadata satisfies `predicate`, reporting progress as files are deleted.
+    public func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
         let names = state.withLock { state -> [String] in
-            let names = state.entries.filter { $0.value.storedAt >= cutoff }.map(\.key)
+            let names = state.entries.filter { predicate($0.value.info) }.map(\.key)
             for name in names { state.remove(name, unlinking: false) }
             return names
         }
         unlinkReporting(names, progress: progress)
+    }
+
+    /// The metadata of every entry, from the index.
+    public func entryInfos() -> [StoredEntryInfo] {
+        state.withLock { $0.entries.values.map(\.info) }
     }
 
     /// The bytes the entries account for (see `CacheEntry.byteCount`).
@@ -248,20 +242,6 @@ public final class DiskResponseStore: ResponseStore {
     }
 }
 
-/// How far a large removal has got.
-public struct RemovalProgress: Sendable, Equatable {
-    /// Entries removed so far.
-    public let removed: Int
-    /// Entries to remove in all.
-    public let total: Int
-
-    /// A progress report with the given counts.
-    public init(removed: Int, total: Int) {
-        self.removed = removed
-        self.total = total
-    }
-}
-
 /// Errors opening or using a disk store.
 public enum DiskStoreError: Error, Equatable, CustomStringConvertible {
     /// Another store (in this process or another) has the directory open.
@@ -290,6 +270,11 @@ private struct State: ~Copyable {
         var storedAt: Double
         var access: UInt64
         var key: CacheKey
+
+        // Interim: the index does not record status and usefulness yet.
+        var info: StoredEntryInfo {
+            StoredEntryInfo(key: key, byteCount: size, storedAt: Date(timeIntervalSince1970: storedAt), statusCode: 0, usefulUntil: nil)
+        }
     }
 
     let path: String

@@ -12,20 +12,27 @@ public final class MemoryResponseStore: ResponseStore {
     public let byteLimit: Int
     /// The most entries kept. The default is 10,000.
     public let countLimit: Int
+    /// The largest single entry kept; a larger response is still delivered, just not stored.
+    /// The default is an eighth of `byteLimit` (8 MiB for the default limit).
+    public let maxEntrySize: Int
 
     private let state: Mutex<LRUList>
+    private let secret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
 
     /// A store with the given limits.
+    /// - Parameter maxEntrySize: the largest entry kept; nil for an eighth of `byteLimit`.
     /// - Throws: `CacheConfigurationError.invalidLimit` if a limit is negative.
-    public init(byteLimit: Int = 64 << 20, countLimit: Int = 10_000) throws(CacheConfigurationError) {
+    public init(byteLimit: Int = 64 << 20, countLimit: Int = 10_000, maxEntrySize: Int? = nil) throws(CacheConfigurationError) {
         guard byteLimit >= 0 else { throw .invalidLimit("byteLimit \(byteLimit) is negative") }
         guard countLimit >= 0 else { throw .invalidLimit("countLimit \(countLimit) is negative") }
+        if let maxEntrySize, maxEntrySize < 0 { throw .invalidLimit("maxEntrySize \(maxEntrySize) is negative") }
         self.byteLimit = byteLimit
         self.countLimit = countLimit
+        self.maxEntrySize = min(maxEntrySize ?? byteLimit / 8, byteLimit)
         self.state = Mutex(LRUList())
     }
 
-    /// A store with the default limits: 64 MiB and 10,000 entries.
+    /// A store with the default limits: 64 MiB, 10,000 entries, 8 MiB per entry.
     public convenience init() {
         try! self.init(byteLimit: 64 << 20, countLimit: 10_000)
     }
@@ -35,12 +42,18 @@ public final class MemoryResponseStore: ResponseStore {
         state.withLock { $0.touch(key)?.entry }
     }
 
-    /// Stores an entry as the most recently used, evicting the least recently used ones past a limit.
+    /// Answers from memory, always: `.found` or `.absent`.
+    public func immediateEntry(for key: CacheKey) -> ImmediateLookup {
+        entry(for: key).map(ImmediateLookup.found) ?? .absent
+    }
+
+    /// Stores an entry as the most recently used, evicting the least recently used ones past
+    /// a limit. An entry over `maxEntrySize` is not stored and removes the old one.
     @discardableResult
     public func write(_ entry: CacheEntry) -> StoreWriteResult {
         let size = entry.byteCount
         return state.withLock { list in
-            guard size <= byteLimit, countLimit > 0 else {
+            guard size <= maxEntrySize, countLimit > 0 else {
                 list.remove(entry.key)
                 return StoreWriteResult(stored: false)
             }
@@ -58,17 +71,34 @@ public final class MemoryResponseStore: ResponseStore {
         state.withLock { _ = $0.remove(key) }
     }
 
-    /// Removes every entry.
-    public func removeAll() {
-        state.withLock { $0 = LRUList() }
+    /// Removes every entry, reporting the start and the end.
+    public func removeAll(progress: (RemovalProgress) -> Void) {
+        let total = state.withLock { list in
+            let count = list.count
+            list = LRUList()
+            return count
+        }
+        progress(RemovalProgress(removed: total, total: total))
     }
 
-    /// Removes every entry stored at or after `date`.
-    public func removeEntries(storedSince date: Date) {
+    /// Removes every entry whose metadata satisfies `predicate`.
+    public func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) {
+        // The predicate runs outside the lock: it is the caller's code.
+        let chosen = entryInfos().filter(predicate)
+        progress(RemovalProgress(removed: 0, total: chosen.count))
         state.withLock { list in
-            for key in list.keys(where: { $0.storedAt >= date }) { list.remove(key) }
+            for info in chosen where list.peek(info.key)?.storedAt == info.storedAt { list.remove(info.key) }
         }
+        progress(RemovalProgress(removed: chosen.count, total: chosen.count))
     }
+
+    /// The metadata of every entry.
+    public func entryInfos() -> [StoredEntryInfo] {
+        state.withLock { list in list.keys { _ in true }.compactMap { list.peek($0).map(StoredEntryInfo.init) } }
+    }
+
+    /// The store's own random secret, made with it.
+    public func partitionSecret() -> [UInt8] { secret }
 
     /// The bytes the entries account for (see `CacheEntry.byteCount`).
     public var totalBytes: Int { state.withLock { $0.bytes } }
@@ -136,6 +166,9 @@ private struct LRUList: ~Copyable {
         remove(key)
         return key
     }
+
+    /// The entry for a key, without counting a use.
+    func peek(_ key: CacheKey) -> CacheEntry? { nodes[key]?.entry }
 
     func keys(where predicate: (CacheEntry) -> Bool) -> [CacheKey] {
         nodes.values.filter { predicate($0.entry) }.map(\.entry.key)

@@ -1,55 +1,159 @@
 import Foundation
+import Synchronization
 
-/// Where a cache keeps its entries: memory, disk, or your own.
+/// Where a cache keeps its entries: memory, disk, Redis, or your own.
 ///
-/// Implementations must be thread-safe: the cache calls them from many threads at once,
-/// including from `URLProtocol.startLoading`, so reads should be quick. An entry that cannot
-/// be read is a miss.
-/// `StoreConformance` in the tests holds the behaviour every store must show.
-/// An entry found damaged should be removed and reported by throwing
-/// `ResponseStoreError.corruptEntry`; the cache treats that as a miss.
+/// Implementations must be thread-safe: the cache calls them from many threads at once.
+/// Reads and writes may block (on a disk, on a server): the cache never calls them on
+/// Foundation's shared URLSession queue, only `immediateEntry(for:)`, which must not block.
+/// An entry that cannot be read is a miss: one found damaged should be removed and reported
+/// by throwing `ResponseStoreError.corruptEntry`. Any other error thrown is reported as a
+/// `storeFailed` event, and the request goes on to the network.
+///
+/// `HTTPCachingTestKit.StoreConformance` checks the behaviour every store must show.
 public protocol ResponseStore: Sendable {
     /// The entry stored under a key, or nil. Counts as a use for least-recently-used eviction.
+    /// - Throws: `ResponseStoreError.corruptEntry` for a damaged entry (removed), or the
+    ///   store's own error when it cannot answer.
     func entry(for key: CacheKey) throws -> CacheEntry?
+
+    /// The entry for a key if the store can answer without waiting on I/O (from memory), so
+    /// a hit can be answered on the caller's thread. The default is `.needsIO`.
+    func immediateEntry(for key: CacheKey) -> ImmediateLookup
+
     /// Stores an entry under its key, replacing any earlier one, evicting others as the
     /// store's limits require.
     /// - Returns: whether it was stored and what was evicted to make room.
+    /// - Throws: the store's own error when it cannot write.
     @discardableResult
     func write(_ entry: CacheEntry) throws -> StoreWriteResult
+
     /// Removes the entry stored under a key, if any.
+    /// - Throws: the store's own error when it cannot remove.
     func removeEntry(for key: CacheKey) throws
-    /// Removes every entry.
-    func removeAll() throws
-    /// Removes every entry stored at or after `date`.
-    func removeEntries(storedSince date: Date) throws
+
     /// Removes every entry, reporting progress for large stores.
+    /// - Throws: the store's own error when it cannot remove.
     func removeAll(progress: (RemovalProgress) -> Void) throws
-    /// Removes every entry stored at or after `date`, reporting progress for large stores.
-    func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void) throws
+
+    /// Removes every entry whose metadata satisfies `predicate`, reporting progress.
+    /// - Throws: the store's own error when it cannot list or remove.
+    func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws
+
+    /// The metadata of every entry, read without reading bodies.
+    /// - Throws: the store's own error when it cannot list.
+    func entryInfos() throws -> [StoredEntryInfo]
+
     /// The bytes the stored entries account for (see `CacheEntry.byteCount`).
     var totalBytes: Int { get }
+
     /// How many entries are stored.
     var entryCount: Int { get }
+
+    /// The largest entry (`CacheEntry.byteCount`) the store keeps; the cache stops holding a
+    /// response's body as soon as it grows past this. The default is `Int.max`.
+    var maxEntrySize: Int { get }
+
+    /// The secret that keys credential partitions (HMAC-SHA-256): random, created with the
+    /// store and kept as long as its entries. The default is a random secret made once per
+    /// process, so a custom store's credentialed entries do not outlive the process.
+    /// - Throws: the store's own error when it cannot read or create its secret.
+    func partitionSecret() throws -> [UInt8]
+
+    /// Claims the background refresh of a key for `lease` seconds, across every process
+    /// sharing the store; false if another holder has it. The default is always true (the
+    /// cache already refreshes a key once per process).
+    func claimRefresh(of key: CacheKey, lease: TimeInterval) -> Bool
+
+    /// Gives a claim made with `claimRefresh(of:lease:)` back before its lease ends. The
+    /// default does nothing.
+    func releaseRefresh(of key: CacheKey)
+}
+
+/// What `ResponseStore.immediateEntry(for:)` found without waiting on I/O.
+public enum ImmediateLookup: Sendable, Equatable {
+    /// The entry, from memory.
+    case found(CacheEntry)
+    /// Certainly not stored.
+    case absent
+    /// Only a read that may block can tell.
+    case needsIO
+}
+
+/// What a store knows of an entry without reading its body.
+public struct StoredEntryInfo: Sendable, Hashable {
+    /// The key it is stored under.
+    public var key: CacheKey
+    /// The normalized URL of the key.
+    public var url: String { key.url }
+    /// The bytes it accounts for (`CacheEntry.byteCount`).
+    public var byteCount: Int
+    /// When it was stored.
+    public var storedAt: Date
+    /// Its HTTP status code.
+    public var statusCode: Int
+    /// When it stops being of use (`CacheEntry.usefulUntil`); nil: no known end.
+    public var usefulUntil: Date?
+
+    /// Metadata with the given parts.
+    public init(key: CacheKey, byteCount: Int, storedAt: Date, statusCode: Int, usefulUntil: Date?) {
+        self.key = key
+        self.byteCount = byteCount
+        self.storedAt = storedAt
+        self.statusCode = statusCode
+        self.usefulUntil = usefulUntil
+    }
+
+    /// The metadata of an entry.
+    public init(_ entry: CacheEntry) {
+        self.init(key: entry.key, byteCount: entry.byteCount, storedAt: entry.storedAt,
+                  statusCode: entry.statusCode, usefulUntil: entry.usefulUntil)
+    }
 }
 
 extension ResponseStore {
-    /// Removes every entry, reporting the start and the end.
-    public func removeAll(progress: (RemovalProgress) -> Void) throws {
-        let total = entryCount
-        progress(RemovalProgress(removed: 0, total: total))
-        try removeAll()
-        progress(RemovalProgress(removed: total, total: total))
+    /// Answers `.needsIO`: only a read can tell.
+    public func immediateEntry(for key: CacheKey) -> ImmediateLookup { .needsIO }
+
+    /// No limit of its own: `Int.max`.
+    public var maxEntrySize: Int { Int.max }
+
+    /// A random secret made once per process.
+    public func partitionSecret() throws -> [UInt8] { processSecret }
+
+    /// Always true.
+    public func claimRefresh(of key: CacheKey, lease: TimeInterval) -> Bool { true }
+
+    /// Does nothing.
+    public func releaseRefresh(of key: CacheKey) {}
+
+    /// Removes every entry.
+    /// - Throws: the store's own error when it cannot remove.
+    public func removeAll() throws {
+        try removeAll(progress: { _ in })
     }
 
-    /// Removes every entry stored at or after `date`, reporting the start and the end.
-    public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void) throws {
-        let before = entryCount
-        progress(RemovalProgress(removed: 0, total: before))
-        try removeEntries(storedSince: date)
-        let removed = before - entryCount
-        progress(RemovalProgress(removed: removed, total: removed))
+    /// Removes every entry stored at or after `date`.
+    /// - Throws: the store's own error when it cannot list or remove.
+    public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
+        try removeEntries(where: { $0.storedAt >= date }, progress: progress)
+    }
+
+    /// Removes every entry stored before `date`.
+    /// - Throws: the store's own error when it cannot list or remove.
+    public func removeEntries(storedBefore date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
+        try removeEntries(where: { $0.storedAt < date }, progress: progress)
+    }
+
+    /// Removes every entry that can no longer be of use at `now` (past its `usefulUntil`).
+    /// - Throws: the store's own error when it cannot list or remove.
+    public func removeUnusableEntries(at now: Date = Date(), progress: (RemovalProgress) -> Void = { _ in }) throws {
+        try removeEntries(where: { $0.usefulUntil.map { $0 <= now } ?? false }, progress: progress)
     }
 }
+
+/// The secret `ResponseStore.partitionSecret()` gives by default: random, once per process.
+private let processSecret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
 
 /// What a write did.
 public struct StoreWriteResult: Sendable, Equatable {
@@ -65,15 +169,34 @@ public struct StoreWriteResult: Sendable, Equatable {
     }
 }
 
+/// How far a large removal has got.
+public struct RemovalProgress: Sendable, Equatable {
+    /// Entries removed so far.
+    public let removed: Int
+    /// Entries to remove in all.
+    public let total: Int
+
+    /// A progress report with the given counts.
+    public init(removed: Int, total: Int) {
+        self.removed = removed
+        self.total = total
+    }
+}
+
 /// Errors a store reports while answering.
 public enum ResponseStoreError: Error, Equatable, CustomStringConvertible {
     /// The entry for a key could not be read (damaged, truncated or foreign); it was removed.
     /// The cache treats it as a miss and reports a `corrupted` event.
     case corruptEntry(key: CacheKey, reason: String)
+    /// The store cannot be reached or did not answer in time (a server down, a timeout). The
+    /// cache treats it as a miss and reports a `storeFailed` event.
+    case unavailable(reason: String)
 
+    /// What went wrong, in a sentence.
     public var description: String {
         switch self {
         case .corruptEntry(let key, let reason): "corrupt entry for \(key) removed: \(reason)"
+        case .unavailable(let reason): "the store is unavailable: \(reason)"
         }
     }
 }

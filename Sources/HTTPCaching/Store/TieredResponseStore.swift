@@ -39,29 +39,38 @@ public final class TieredResponseStore: ResponseStore {
         try back.removeEntry(for: key)
     }
 
-    /// Removes every entry from both tiers.
-    public func removeAll() throws {
-        memory.removeAll()
-        try back.removeAll()
-    }
-
-    /// Removes every entry stored at or after `date` from both tiers.
-    public func removeEntries(storedSince date: Date) throws {
-        memory.removeEntries(storedSince: date)
-        try back.removeEntries(storedSince: date)
-    }
-
     /// Removes every entry from both tiers, reporting the back store's progress.
     public func removeAll(progress: (RemovalProgress) -> Void) throws {
-        memory.removeAll()
+        memory.removeAll(progress: { _ in })
         try back.removeAll(progress: progress)
     }
 
-    /// Removes every entry stored at or after `date` from both tiers, reporting the back store's progress.
-    public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void) throws {
-        memory.removeEntries(storedSince: date)
-        try back.removeEntries(storedSince: date, progress: progress)
+    /// Removes the matching entries from both tiers, reporting the back store's progress.
+    public func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
+        memory.removeEntries(where: predicate, progress: { _ in })
+        try back.removeEntries(where: predicate, progress: progress)
     }
+
+    /// The back store's metadata: it holds everything memory holds.
+    public func entryInfos() throws -> [StoredEntryInfo] { try back.entryInfos() }
+
+    /// From memory if there; else only a read of the back store can tell.
+    public func immediateEntry(for key: CacheKey) -> ImmediateLookup {
+        if case .found(let entry) = memory.immediateEntry(for: key) { return .found(entry) }
+        return back.immediateEntry(for: key)
+    }
+
+    /// The back store's limit.
+    public var maxEntrySize: Int { back.maxEntrySize }
+
+    /// The back store's secret.
+    public func partitionSecret() throws -> [UInt8] { try back.partitionSecret() }
+
+    /// Claimed in the back store, which other processes share.
+    public func claimRefresh(of key: CacheKey, lease: TimeInterval) -> Bool { back.claimRefresh(of: key, lease: lease) }
+
+    /// Released in the back store.
+    public func releaseRefresh(of key: CacheKey) { back.releaseRefresh(of: key) }
 
     /// The back store's bytes.
     public var totalBytes: Int { back.totalBytes }

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import HTTPCaching
+import HTTPCachingTestKit
+
+@Suite("Memory store")
+struct MemoryResponseStoreTests {
+    @Test("passes the store conformance suite")
+    func conformance() throws {
+        try StoreConformance(makeStore: { MemoryResponseStore() },
+                             makeStoreWithCountLimit: { try MemoryResponseStore(countLimit: $0) }).run()
+    }
+
+    @Test("evicts the least recently used entry past the count limit; a read counts as a use")
+    func countLimit() throws {
+        let store = try MemoryResponseStore(byteLimit: 1 << 20, countLimit: 3)
+        for path in ["/a", "/b", "/c"] { store.write(StoreConformance.entry(path)) }
+        _ = store.entry(for: StoreConformance.entry("/a").key)
+        let result = store.write(StoreConformance.entry("/d"))
+        #expect(result.evicted == [StoreConformance.entry("/b").key])
+        #expect(store.entryCount == 3)
+        #expect(store.entry(for: StoreConformance.entry("/a").key) != nil)
+        #expect(store.entry(for: StoreConformance.entry("/b").key) == nil)
+    }
+
+    @Test("evicts least recently used entries until the bytes fit")
+    func byteLimit() throws {
+        let one = StoreConformance.entry("/0", body: String(repeating: "x", count: 1000)).byteCount
+        let store = try MemoryResponseStore(byteLimit: one * 3, countLimit: 100, maxEntrySize: one * 3)
+        for i in 0..<3 { store.write(StoreConformance.entry("/\(i)", body: String(repeating: "x", count: 1000))) }
+        let result = store.write(StoreConformance.entry("/9", body: String(repeating: "y", count: 2000)))
+        #expect(result.stored)
+        #expect(result.evicted == [StoreConformance.entry("/0").key, StoreConformance.entry("/1").key])
+        #expect(store.totalBytes <= one * 3)
+    }
+
+    @Test("an entry larger than the byte limit is not stored and replaces nothing")
+    func tooLarge() throws {
+        let store = try MemoryResponseStore(byteLimit: 500, countLimit: 10, maxEntrySize: 500)
+        store.write(StoreConformance.entry("/small"))
+        let result = store.write(StoreConformance.entry("/big", body: String(repeating: "z", count: 1000)))
+        #expect(!result.stored)
+        #expect(store.entryCount == 1)
+        #expect(store.entry(for: StoreConformance.entry("/big").key) == nil)
+    }
+
+    @Test("negative limits are an error")
+    func badLimits() {
+        #expect(throws: CacheConfigurationError.self) { try MemoryResponseStore(byteLimit: -1) }
+        #expect(throws: CacheConfigurationError.self) { try MemoryResponseStore(countLimit: -1) }
+    }
+
+    @Test("a large store is dropped without recursing through its links")
+    func largeStoreDeallocates() throws {
+        let store = try MemoryResponseStore(byteLimit: 1 << 30, countLimit: 200_000)
+        for i in 0..<100_000 { store.write(StoreConformance.entry("/\(i)", body: "")) }
+        #expect(store.entryCount == 100_000)
+        // removeAll drops 100,000 linked nodes; done on a thread with a small stack.
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread { store.removeAll(progress: { _ in }); done.signal() }
+        thread.stackSize = 256 * 1024
+        thread.start()
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(store.entryCount == 0)
+    }
+}

@@ -52,6 +52,9 @@ struct UsageError: Error, Equatable, CustomStringConvertible {
 }
 
 extension DemoCommand {
+    /// The names `--policy` takes.
+    static let policyNames = ["two-tier", "network-only", "cache-first", "cache-only", "http"]
+
     static let usage = """
     usage: cache-demo [--store STORE]      walk through miss, fresh, stale, refresh and expiry
                                            against an embedded local origin
@@ -106,8 +109,8 @@ extension DemoCommand {
                 case "--interval": options.interval = try seconds(text, name)
                 case "--store": options.store = try StoreChoice(parsing: text)
                 case "--policy":
-                    guard let policy = CachingPolicy.builtIn.first(where: { $0.name == text }) else {
-                        throw UsageError(description: "--policy takes one of \(CachingPolicy.builtIn.map(\.name).joined(separator: ", ")), not '\(text)'")
+                    guard let policy = CachingPolicy(builtInNamed: text) else {
+                        throw UsageError(description: "--policy takes one of \(Self.policyNames.joined(separator: ", ")), not '\(text)'")
                     }
                     options.policy = policy
                 default:

@@ -18,6 +18,7 @@ enum FetchCommand {
         let cache = HTTPCache(configuration: CacheConfiguration(windows: options.windows, policy: options.policy), store: store)
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
+        let refreshes = RefreshTracker(cache)
         let runner = Runner(session: URLSession(configuration: configuration))
         let table = Table(columns: [("n", 4), ("elapsed s", 9), ("cache", 11), ("status", 6), ("bytes", 9), ("ms", 8)])
 
@@ -58,7 +59,7 @@ enum FetchCommand {
                 break
             }
         }
-        await Runner.waitForRefreshes(cache)
+        await refreshes.wait()
         return status
     }
 }

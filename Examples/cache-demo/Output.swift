@@ -59,13 +59,15 @@ struct JSONLine {
 }
 
 extension CacheEvent {
-    /// The event's name and details for the JSON lines, or nil for the per-request kinds
-    /// (fresh, stale, miss, expired, bypass), which the request lines already report.
+    /// The event's name and details for the JSON lines, or nil for `served`, which the
+    /// request lines already report.
     var jsonLine: JSONLine? {
         var fields: [(String, JSONLine.Value)]
         switch kind {
-        case .fresh, .stale, .miss, .expired, .bypass, .revalidated, .fallback: return nil
+        case .served: return nil
+        case .collapsed: fields = [("event", .string("collapsed"))]
         case .stored: fields = [("event", .string("stored"))]
+        case .notStored(let reason): fields = [("event", .string("not_stored")), ("reason", .string(reason.description))]
         case .refreshed(let changed): fields = [("event", .string("refreshed")), ("changed", .bool(changed))]
         case .refreshFailed(let reason): fields = [("event", .string("refresh_failed")), ("reason", .string(reason))]
         case .evicted: fields = [("event", .string("evicted"))]
@@ -83,6 +85,7 @@ extension CacheEvent {
         switch kind {
         case .refreshed(let changed): "refreshed in the background (body \(changed ? "changed" : "unchanged"))"
         case .refreshFailed(let reason): "background refresh failed: \(reason)"
+        case .notStored(let reason): "not stored: \(reason)"
         default: "\(kind)"
         }
     }

@@ -37,11 +37,55 @@ struct Runner {
                    status: http?.statusCode ?? 0, body: data, ms: ms)
     }
 
-    /// Waits for the cache's background refreshes to end, at most `limit` seconds.
-    static func waitForRefreshes(_ cache: HTTPCache, limit: TimeInterval = 30) async {
-        let deadline = Date(timeIntervalSinceNow: limit)
-        while cache.refreshesInFlight > 0 && Date() < deadline {
-            try? await Task.sleep(nanoseconds: 10_000_000)
+}
+
+/// Follows a cache's background refreshes through its events: a stale answer starts one for
+/// its key; `refreshed` or `refreshFailed` ends it.
+final class RefreshTracker: @unchecked Sendable {
+    private let lock = NSLock()
+    private var pending: Set<CacheKey> = []
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var observation: CacheObservation?
+
+    init(_ cache: HTTPCache) {
+        observation = cache.observe { [weak self] event in
+            switch event.kind {
+            case .served(.stale): self?.update { $0.insert(event.key) }
+            case .refreshed, .refreshFailed: self?.update { $0.remove(event.key) }
+            default: break
+            }
+        }
+    }
+
+    deinit { observation?.cancel() }
+
+    private func update(_ change: (inout Set<CacheKey>) -> Void) {
+        let ready: [CheckedContinuation<Void, Never>] = lock.withLock {
+            change(&pending)
+            guard pending.isEmpty else { return [] }
+            defer { waiters.removeAll() }
+            return waiters
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    /// Waits until no background refresh is running, at most `limit` seconds.
+    func wait(limit: TimeInterval = 30) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle: Bool = lock.withLock {
+                if pending.isEmpty { return true }
+                waiters.append(continuation)
+                return false
+            }
+            if idle { return continuation.resume() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + limit) { [weak self] in
+                guard let self else { return }
+                let late: [CheckedContinuation<Void, Never>] = self.lock.withLock {
+                    defer { self.waiters.removeAll() }
+                    return self.waiters
+                }
+                for waiter in late { waiter.resume() }
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ import LoopbackOrigin
 /// `cache-demo` with no arguments: every transition, in a few seconds of real time, against
 /// an embedded origin whose body changes on every request.
 enum Walkthrough {
-    static let windows = try! CacheWindows(fresh: 1, usable: 3)
+    static let windows = CacheWindows(fresh: 1, usable: 3)
     static let originLatency: TimeInterval = 0.05
 
     /// Runs the walkthrough. - Returns: the exit status.
@@ -50,6 +50,7 @@ enum Walkthrough {
         }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
+        let refreshes = RefreshTracker(cache)
         let runner = Runner(session: URLSession(configuration: configuration))
         let observation = cache.observe { event in
             if case .refreshed = event.kind { Output.line("      -> \(event.summary)") }
@@ -90,7 +91,7 @@ enum Walkthrough {
             try await step()                   // fresh
             try await pause(windows.fresh + 0.2)
             try await step()                   // stale, refreshed in the background
-            await Runner.waitForRefreshes(cache)
+            await refreshes.wait()
             try await step()                   // fresh: the refreshed body
             try await pause(windows.usable + 0.2)
             try await step()                   // expired

@@ -121,7 +121,7 @@ public struct StoreConformance {
         let store = try makeStore()
         c.expect(try store.entry(for: Self.entry("/a").key) == nil, "an empty store found an entry")
         var written = Self.entry("/a?page=1", body: "one", headers: ["ETag": "\"1\"", "X-Custom": "yes"],
-                                 windows: try CacheWindows(fresh: 1, usable: 2),
+                                 windows: CacheWindows(fresh: 1, usable: 2),
                                  usefulUntil: Self.base.addingTimeInterval(1_000_000_000))
         written.varyValues = ["accept-language": "en"]
         let result = try store.write(written)

@@ -26,7 +26,7 @@ struct HTTPBench {
     let floorSession: URLSession
     let networkSession: URLSession
     let urlCacheSession: URLSession
-    let windows = try! CacheWindows(fresh: 3600, usable: 7200)
+    let windows = CacheWindows(fresh: 3600, usable: 7200)
 
     init(origin: LoopbackOrigin, rounds: Int) {
         self.origin = origin

@@ -8,9 +8,18 @@ import Testing
 /// A short, comparable description of a decision.
 func outcome(_ action: CacheAction) -> String {
     switch action {
-    case .serve(let status, _, let refresh):
-        return status == .stale && !refresh ? "stale-no-refresh" : status.rawValue
+    case .serve(let plan):
+        var text = plan.status == .stale && !plan.refresh ? "stale-no-refresh" : plan.status.rawValue
+        switch plan.form {
+        case .whole: break
+        case .headersOnly: text += "-head"
+        case .range(let bytes): text += "-range(\(bytes.lowerBound)-\(bytes.upperBound))"
+        case .rangeNotSatisfiable: text += "-416"
+        }
+        return text
     case .forward(let plan):
+        if plan.invalidates { return "invalidate" }
+        if plan.passThrough { return "bypass" }
         var text: String
         switch plan.status {
         case .expired: text = plan.validate ? "revalidate" : "fetch"
@@ -19,8 +28,7 @@ func outcome(_ action: CacheAction) -> String {
         if plan.fallback { text += "+fallback" }
         if !plan.store && plan.status != .bypass { text += "+nostore" }
         return text
-    case .invalidate: return "invalidate"
-    case .unsatisfiable: return "unsatisfiable"
+    case .fail(let error): return error == .notCached ? "unsatisfiable" : "fail(\(error))"
     }
 }
 
@@ -59,12 +67,12 @@ struct CacheDecisionTests {
 
     @Test("ages below the fresh window are served fresh, with their age", arguments: [0.0, 1, 59.75])
     func fresh(age: TimeInterval) {
-        #expect(Self.decide(entry: Self.entry(), age: age) == .serve(.fresh, age: age, refresh: false))
+        #expect(Self.decide(entry: Self.entry(), age: age) == .serve(ServePlan(status: .fresh, age: age, ttl: 60 - age, refresh: false)))
     }
 
     @Test("from the fresh window up to the usable window: stale, refreshed in the background", arguments: [60.0, 61, 3599.75])
     func stale(age: TimeInterval) {
-        #expect(Self.decide(entry: Self.entry(), age: age) == .serve(.stale, age: age, refresh: true))
+        #expect(Self.decide(entry: Self.entry(), age: age) == .serve(ServePlan(status: .stale, age: age, ttl: 60 - age, refresh: true)))
     }
 
     @Test("at or past the usable window: expired, fetched; fallback allowed within the error window", arguments: [
@@ -102,7 +110,7 @@ struct CacheDecisionTests {
 
     @Test("an entry stored in the future (clock moved back) has age zero")
     func futureEntry() {
-        #expect(Self.decide(entry: Self.entry(), age: -500) == .serve(.fresh, age: 0, refresh: false))
+        #expect(Self.decide(entry: Self.entry(), age: -500) == .serve(ServePlan(status: .fresh, age: 0, ttl: 60, refresh: false)))
     }
 
     @Test("zero windows: never fresh; equal windows: never stale")
@@ -114,20 +122,37 @@ struct CacheDecisionTests {
         #expect(outcome(Self.decide(entry: Self.entry(), age: 10, configuration: noStale)) == "fetch+fallback")
     }
 
-    @Test("unsafe methods invalidate", arguments: ["POST", "PUT", "PATCH", "DELETE", "post"])
+    @Test("RFC 9111 section 4.4: every method not known to be safe invalidates, unknown ones too",
+          arguments: ["POST", "PUT", "PATCH", "DELETE", "post", "M-SEARCH", "PROPPATCH"])
     func invalidating(method: String) {
-        #expect(Self.decide(Self.request(method), entry: Self.entry(), age: 0) == .invalidate)
+        #expect(outcome(Self.decide(Self.request(method), entry: Self.entry(), age: 0)) == "invalidate")
     }
 
-    @Test("other methods bypass", arguments: ["HEAD", "OPTIONS", "TRACE"])
+    @Test("safe methods other than GET and HEAD pass through, invalidating nothing", arguments: ["OPTIONS", "TRACE"])
     func otherMethods(method: String) {
         #expect(outcome(Self.decide(Self.request(method), entry: Self.entry(), age: 0)) == "bypass")
     }
 
-    @Test("the caller's own conditional or range request passes through",
-          arguments: ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"])
+    @Test("RFC 9111 section 4: a HEAD is answered from a fresh stored GET (head only), else passed through")
+    func head() {
+        #expect(outcome(Self.decide(Self.request("HEAD"), entry: Self.entry(), age: 1)) == "fresh-head")
+        #expect(outcome(Self.decide(Self.request("HEAD"), entry: Self.entry(), age: 100)) == "bypass")
+        #expect(outcome(Self.decide(Self.request("HEAD"), entry: nil, age: 0)) == "bypass")
+    }
+
+    @Test("the caller's own conditional request passes through",
+          arguments: ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"])
     func conditional(header: String) {
         #expect(outcome(Self.decide(Self.request(headers: [header: "x"]), entry: Self.entry(), age: 0)) == "bypass")
+    }
+
+    @Test("RFC 9110 section 14: a single bytes range is answered from a fresh complete entry; others pass through", arguments: [
+        ("bytes=0-0", 1.0, "fresh-range(0-0)"), ("bytes=0-", 1, "fresh-range(0-0)"), ("bytes=-1", 1, "fresh-range(0-0)"),
+        ("bytes=5-", 1, "fresh-416"), ("bytes=0-0,1-1", 1, "bypass"), ("items=0-1", 1, "bypass"), ("bytes=x-y", 1, "bypass"),
+        ("bytes=0-0", 100, "bypass"),
+    ] as [(String, TimeInterval, String)])
+    func range(field: String, age: TimeInterval, expected: String) {
+        #expect(outcome(Self.decide(Self.request(headers: ["Range": field]), entry: Self.entry(), age: age)) == expected)
     }
 
     @Test("windows: the request's own beat the entry's, which beat the default")
@@ -173,15 +198,19 @@ struct CacheDecisionTests {
 
     static func storable(_ response: HTTPURLResponse, request: URLRequest = request(),
                          _ configuration: CacheConfiguration = CacheConfiguration()) -> Bool {
-        CacheDecision.isStorable(request: request, response: response, configuration: configuration)
+        let headers = RequestHeaders(request)
+        return Storability.reasonNotToStore(method: request.httpMethod?.uppercased() ?? "GET", response: ResponseHead(response),
+                                            policy: configuration.policy,
+                                            credentialed: !configuration.partitioning.inputs(headers).isEmpty,
+                                            configuration: configuration) == nil
     }
 
     @Test("the default storable statuses are stored, others are not")
     func storableStatuses() {
         let codes = CacheConfiguration.defaultStorableStatusCodes
-        #expect(codes == [200, 203, 204, 300, 301, 404, 405, 410, 414, 501])
+        #expect(codes == [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501])
         for status in 100..<600 {
-            #expect(Self.storable(Self.response(status)) == codes.contains(status), "status \(status)")
+            #expect(Self.storable(Self.response(status)) == (codes.contains(status) && status >= 200), "status \(status)")
         }
     }
 
@@ -214,16 +243,20 @@ struct DirectiveTableTests {
         let request: [String: String]
         let age: TimeInterval
         let policy: CachingPolicy
+        let honors: Bool
+        let reload: Bool
         let expected: String
         var testDescription: String { name }
 
         init(_ name: String, response: [String: String] = [:], request: [String: String] = [:], age: TimeInterval,
-             policy: CachingPolicy = .httpSemantics, _ expected: String) {
+             policy: CachingPolicy = .httpSemantics, honors: Bool = true, reload: Bool = false, _ expected: String) {
             self.name = name
             self.response = response
             self.request = request
             self.age = age
             self.policy = policy
+            self.honors = honors
+            self.reload = reload
             self.expected = expected
         }
     }
@@ -269,7 +302,11 @@ struct DirectiveTableTests {
         Row("only-if-cached: fresh is served", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "only-if-cached"], age: 50, "fresh"),
         Row("only-if-cached: nothing usable is 504", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "only-if-cached"], age: 150, "unsatisfiable"),
         Row("request no-store: served from the store, the answer not stored", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "no-store"], age: 150, "fetch+fallback+nostore"),
-        Row("two-tier ignores response directives", response: ["Cache-Control": "no-cache"], age: 30, policy: .twoTier, "fresh"),
+        Row("two-tier honours the origin's no-cache: revalidated before each use, no fallback", response: ["Cache-Control": "no-cache", "ETag": tag], age: 30, policy: .twoTier, "revalidate"),
+        Row("two-tier honours must-revalidate: fresh within the window", response: ["Cache-Control": "must-revalidate"], age: 30, policy: .twoTier, "fresh"),
+        Row("two-tier honours must-revalidate: no stale serving, no fallback", response: ["Cache-Control": "must-revalidate"], age: 70, policy: .twoTier, "fetch"),
+        Row("two-tier honours proxy-revalidate like must-revalidate", response: ["Cache-Control": "proxy-revalidate", "ETag": tag], age: 70, policy: .twoTier, "revalidate"),
+        Row("two-tier with honorsOriginDirectives off ignores response directives", response: ["Cache-Control": "no-cache, must-revalidate"], age: 70, policy: .twoTier, honors: false, "stale"),
         Row("two-tier honours request max-age", request: ["Cache-Control": "max-age=10"], age: 30, policy: .twoTier, "fetch+fallback"),
         Row("two-tier honours request no-cache", response: ["ETag": tag], request: ["Cache-Control": "no-cache"], age: 1, policy: .twoTier, "revalidate+fallback"),
         Row("two-tier honours only-if-cached past the usable window", request: ["Cache-Control": "only-if-cached"], age: 5000, policy: .twoTier, "unsatisfiable"),
@@ -278,17 +315,21 @@ struct DirectiveTableTests {
         Row("cache-first serves any age, no refresh", age: 1e8, policy: .cacheFirst, "stale-no-refresh"),
         Row("cache-first serves fresh entries as fresh", age: 1, policy: .cacheFirst, "fresh"),
         Row("cache-only serves any age", age: 1e8, policy: .cacheOnly, "stale-no-refresh"),
-        Row("an unknown policy name asks the network", age: 1, policy: CachingPolicy(named: "no-such-policy"), "fetch"),
-        Row("a custom policy decides", age: 1, policy: CachingPolicy(named: "always-revalidate"), "fetch+fallback"),
+        Row("a custom policy decides", age: 1, policy: .custom("always-revalidate", FixedVerdict(verdict: .revalidate)), "fetch+fallback"),
+        Row("RFC 8246: a fresh immutable entry is served on a revalidating reload", response: ["Cache-Control": "max-age=100, immutable", "ETag": tag], age: 10, reload: true, "fresh"),
+        Row("RFC 8246: a stale immutable entry is revalidated as usual", response: ["Cache-Control": "max-age=100, immutable", "ETag": tag], age: 150, reload: true, "revalidate+fallback"),
+        Row("a revalidating reload revalidates a fresh entry without immutable", response: ["Cache-Control": "max-age=100", "ETag": tag], age: 10, reload: true, "revalidate+fallback"),
+        Row("two-tier: a fresh immutable entry is served on a revalidating reload", response: ["Cache-Control": "immutable", "ETag": tag], age: 10, policy: .twoTier, reload: true, "fresh"),
     ]
 
     @Test("each row", arguments: rows)
     func row(_ row: Row) {
         let configuration = CacheConfiguration(windows: .test(fresh: 60, usable: 3600), policy: row.policy,
-                                               customPolicies: ["always-revalidate": FixedVerdict(verdict: .revalidate)])
+                                               honorsOriginDirectives: row.honors)
         let entry = CacheDecisionTests.entry(headers: row.response)
-        let action = CacheDecisionTests.decide(CacheDecisionTests.request(headers: row.request), entry: entry, age: row.age,
-                                               configuration: configuration)
+        var request = CacheDecisionTests.request(headers: row.request)
+        if row.reload { request.cachePolicy = .reloadRevalidatingCacheData }
+        let action = CacheDecisionTests.decide(request, entry: entry, age: row.age, configuration: configuration)
         #expect(outcome(action) == row.expected)
     }
 
@@ -301,6 +342,19 @@ struct DirectiveTableTests {
                                                   entry: nil, age: 0)) == "unsatisfiable")
         #expect(outcome(CacheDecisionTests.decide(CacheDecisionTests.request(headers: ["Cache-Control": "no-store"]),
                                                   entry: nil, age: 0)) == "miss+nostore")
+    }
+
+    @Test("a request naming an unknown policy fails instead of going to the network; a custom one listed in the configuration is found by name")
+    func unknownPolicy() {
+        var request = CacheDecisionTests.request()
+        request.setValue("no-such-policy", forHTTPHeaderField: HTTPCachingHeaders.policy)
+        #expect(outcome(CacheDecisionTests.decide(request, entry: CacheDecisionTests.entry(), age: 1)) == "fail(unknownPolicy(\"no-such-policy\"))")
+        let custom = CachingPolicy.custom("never", FixedVerdict(verdict: .network))
+        request.cachingPolicy = custom
+        #expect(outcome(CacheDecisionTests.decide(request, entry: CacheDecisionTests.entry(), age: 1,
+                                                  configuration: CacheConfiguration(customPolicies: [custom]))) == "fetch+fallback")
+        #expect(CachingPolicy(builtInNamed: "http") == .httpSemantics)
+        #expect(CachingPolicy(builtInNamed: "no-such-policy") == nil)
     }
 
     @Test("the request's policy header overrides the configuration's")
@@ -341,16 +395,16 @@ struct DirectiveTableTests {
                                              varyValues: ["accept-language": "en"])
         func decide(_ headers: [String: String], session: [String: String] = [:]) -> String {
             let request = CacheDecisionTests.request(headers: headers)
-            return outcome(CacheDecision.decide(request: request, headers: RequestHeaders(request, session: session), entry: entry,
-                                                now: CacheDecisionTests.storedAt, configuration: CacheConfiguration()))
+            return Vary.matches(entry, RequestHeaders(request, session: session)) ? "fresh" : "miss"
         }
         #expect(decide(["Accept-Language": "en"]) == "fresh")
         #expect(decide(["Accept-Language": "fr"]) == "miss")
         #expect(decide([:]) == "miss")
         #expect(decide(["Accept-Language": "en", "Accept": "text/html"]) == "miss", "Accept was absent when stored")
+        #expect(decide(["Accept-Language": " EN "]) == "fresh", "Accept-* values compare after normalising case and spaces")
         #expect(decide([:], session: ["Accept-Language": "en"]) == "fresh", "the session's additional headers count")
         let star = CacheDecisionTests.entry(headers: ["Vary": "*"])
-        #expect(!CacheDecision.varyMatches(star, RequestHeaders(CacheDecisionTests.request())))
+        #expect(!Vary.matches(star, RequestHeaders(CacheDecisionTests.request())))
     }
 
     @Test("Cache-Control parsing: case, spaces, quoted arguments, bad numbers")
@@ -376,14 +430,17 @@ struct DirectiveTableTests {
     func merge() {
         let entry = CacheDecisionTests.entry(headers: ["ETag": "\"1\"", "Content-Length": "1", "X-Old": "a", "Cache-Control": "max-age=1"])
         let now = CacheDecisionTests.storedAt.addingTimeInterval(500)
-        let merged = CacheDecision.merge(entry, notModified: CacheDecisionTests.response(304),
-                                         storableHeaders: ["Cache-Control": "max-age=99", "Content-Length": "0", "X-New": "b"], now: now)
+        let notModified = ResponseHead(statusCode: 304, headers: ["Cache-Control": "max-age=99", "Content-Length": "0", "X-New": "b",
+                                                                  "Set-Cookie": "sid=1", "Connection": "close"], url: CacheDecisionTests.url)
+        let merged = Validation.merge(entry, notModified: notModified, keepingCookies: false, now: now)
         #expect(merged.header("Cache-Control") == "max-age=99")
         #expect(merged.header("Content-Length") == "1")
         #expect(merged.header("X-Old") == "a" && merged.header("X-New") == "b")
+        #expect(merged.header("Set-Cookie") == nil && merged.header("Connection") == nil, "never adds what storing would refuse")
         #expect(merged.body == entry.body && merged.storedAt == now)
-        #expect(CacheDecision.conditionalHeaders(for: entry) == ["If-None-Match": "\"1\""])
-        #expect(CacheDecision.conditionalHeaders(for: CacheDecisionTests.entry(headers: ["Last-Modified": "x"])) == ["If-Modified-Since": "x"])
+        #expect(merged.generation != entry.generation)
+        #expect(Validation.conditionalHeaders(for: entry) == ["If-None-Match": "\"1\""])
+        #expect(Validation.conditionalHeaders(for: CacheDecisionTests.entry(headers: ["Last-Modified": "x"])) == ["If-Modified-Since": "x"])
     }
 }
 
@@ -453,12 +510,17 @@ struct FastPathTests {
         let url = URL(string: "http://example.test/")!
         let entry = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: ["ETag": "1"], body: Data(), storedAt: Date())
         let built = BuiltResponses()
-        let first = built.response(for: entry, status: .fresh, age: 3.2)
-        #expect(built.response(for: entry, status: .fresh, age: 3.9) === first)
-        #expect(built.response(for: entry, status: .fresh, age: 4.0) !== first)
-        #expect(built.response(for: entry, status: .stale, age: 4.0).cacheStatus == .stale)
+        func response(_ entry: CacheEntry, _ status: CacheStatus, _ age: TimeInterval) -> HTTPURLResponse {
+            built.response(for: entry, form: .whole, disposition: Disposition(status: status, hit: true, ttl: 60 - age, age: age),
+                           cacheName: "HTTPCaching").response
+        }
+        let first = response(entry, .fresh, 3.2)
+        #expect(response(entry, .fresh, 3.9) === first)
+        #expect(response(entry, .fresh, 4.0) !== first)
+        #expect(response(entry, .stale, 4.0).cacheStatus == .stale)
         var newer = entry
-        newer.storedAt = entry.storedAt.addingTimeInterval(1)
-        #expect(built.response(for: newer, status: .stale, age: 4.0).value(forHTTPHeaderField: "Age") == "4")
+        newer.generation = entry.generation &+ 1
+        #expect(response(newer, .stale, 4.0) !== response(entry, .stale, 4.0), "a new version of the entry, even stored at the same moment, is built anew")
+        #expect(response(newer, .stale, 4.0).value(forHTTPHeaderField: "Age") == "4")
     }
 }

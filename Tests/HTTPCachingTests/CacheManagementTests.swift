@@ -68,7 +68,7 @@ struct CacheManagementTests {
         #expect(h.origin.requestCount("/p") == 1)
     }
 
-    @Test("a response over the maximum entry size is delivered whole but not stored")
+    @Test("a response over the maximum entry size is delivered whole, not stored, reported as a bypass with the reason")
     func oversizedResponse() async throws {
         let directory = TemporaryDirectory()
         let h = try Harness(store: TieredResponseStore(back: try DiskResponseStore(directory: directory.url, maxEntrySize: 10_000)))
@@ -78,7 +78,8 @@ struct CacheManagementTests {
         #expect(first.data == big)
         #expect(h.cache.entryCount == 0)
         let second = try await h.get("/big")
-        #expect(second.data == big && second.status == .miss)
+        #expect(second.data == big && second.status == .bypass)
         #expect(h.origin.requestCount("/big") == 2)
+        #expect(h.recorder.count(.notStored(.tooLarge(bytes: 50_000, limit: 10_000))) == 2, "every non-answer says why")
     }
 }

@@ -76,6 +76,6 @@ struct DemoCommandTests {
         let key = CacheKey(url: URL(string: "http://a.test/")!)
         let refreshed = CacheEvent(kind: .refreshed(bodyChanged: true), key: key, url: URL(string: "http://a.test/"), date: Date())
         #expect(refreshed.jsonLine?.text == #"{"event":"refreshed","changed":true,"key":"GET http://a.test/","url":"http://a.test/"}"#)
-        #expect(CacheEvent(kind: .fresh, key: key, url: nil, date: Date()).jsonLine == nil)
+        #expect(CacheEvent(kind: .served(.fresh), key: key, url: nil, date: Date()).jsonLine == nil)
     }
 }

@@ -53,7 +53,7 @@ struct HTTPSemanticsEndToEndTests {
             #expect(h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/r")))?.header("X-Revalidated-At") == "2", "headers merged")
         }
         #expect(try await h.get("/r").status == .fresh, "the age started again")
-        #expect(h.recorder.count(.revalidated) == 1)
+        #expect(h.recorder.count(.served(.revalidated)) == 1)
         #expect(h.origin.requestCount("/r") == 2)
     }
 
@@ -104,7 +104,7 @@ struct HTTPSemanticsEndToEndTests {
         let fallback = try await h.get("/f")
         #expect(fallback.status == .fallback && fallback.text == "kept")
         #expect(fallback.response.isFromCache)
-        #expect(h.recorder.count(.fallback) == 1)
+        #expect(h.recorder.count(.served(.fallback)) == 1)
         var post = URLRequest(url: h.origin.url("/f"))
         post.httpMethod = "POST"
         await #expect(throws: (any Error).self) { try await fetch(h.session, post) }
@@ -129,7 +129,7 @@ struct HTTPSemanticsEndToEndTests {
         h.clock.advance(by: 4 * 86_400)
         let answer = try await h.get("/n")
         #expect(answer.response.statusCode == 503 && answer.status == .bypass)
-        #expect(h.recorder.count(.fallback) == 0)
+        #expect(h.recorder.count(.served(.fallback)) == 0)
     }
 
     @Test("must-revalidate forbids the fallback under the HTTP policy")
@@ -220,12 +220,13 @@ struct HTTPSemanticsEndToEndTests {
 
     @Test("a custom policy is registered by name and chosen per request; the policy header never reaches the origin")
     func customPolicy() async throws {
-        let h = try Harness(configuration: CacheConfiguration(customPolicies: ["always-network": FixedVerdict(verdict: .network)]))
+        let alwaysNetwork = CachingPolicy.custom("always-network", FixedVerdict(verdict: .network))
+        let h = try Harness(configuration: CacheConfiguration(customPolicies: [alwaysNetwork]))
         let seen = SeenHeaders()
         h.origin.route("/x") { request, hit in seen.record(request); return .init(text: "v\(hit)") }
         _ = try await h.get("/x")
         var request = URLRequest(url: h.origin.url("/x"))
-        request.cachingPolicy = CachingPolicy(named: "always-network")
+        request.cachingPolicy = alwaysNetwork
         #expect(try await fetch(h.session, request).text == "v2")
         #expect(try await h.get("/x").text == "v2", "the default policy serves what the custom one stored")
         #expect(seen.all.allSatisfy { $0.header(HTTPCachingHeaders.policy) == nil })
@@ -304,8 +305,8 @@ struct HTTPSemanticsEndToEndTests {
         _ = try await refusing.get("/r")
         #expect(refusing.cache.entryCount == 0)
 
-        let modifying = try Harness(configuration: CacheConfiguration(responseCacher: .modify { _, response, entry in
-            guard response.value(forHTTPHeaderField: "X-Cache-Me") == "yes" else { return nil }
+        let modifying = try Harness(configuration: CacheConfiguration(responseCacher: .modify { _, entry in
+            guard entry.header("X-Cache-Me") == "yes" else { return nil }
             var changed = entry
             changed.windows = .test(fresh: 1000, usable: 2000)
             return changed

@@ -22,9 +22,10 @@ struct LoopTests {
         let results = try await distinctMisses(h.session, h.origin)
         #expect(results.allSatisfy { $0.status == .miss })
         #expect(h.origin.requestCount("/loop") == 5)
-        let binding = BindingRegistry.binding(for: try #require(h.session.configuration.protocolClasses?.first))
+        let protocolClass: AnyClass = try #require(h.session.configuration.protocolClasses?.first)
+        let binding = try #require(BindingRegistry.binding(for: protocolClass))
         #expect(binding.cache === h.cache)
-        #expect(!(binding.session.configuration.protocolClasses ?? []).contains { $0 is CachingURLProtocol.Type },
+        #expect(!(binding.forwarding.configuration.protocolClasses ?? []).contains { $0 is CachingURLProtocol.Type },
                 "the forwarding session never contains a caching class")
     }
 
@@ -83,7 +84,7 @@ struct LoopTests {
         let results = try await distinctMisses(h.session, h.origin)
         #expect(results.allSatisfy { $0.status == .miss })
         #expect(h.origin.requestCount("/loop") == 5)
-        #expect(h.recorder.count(.miss) == 5)
+        #expect(h.recorder.count(.served(.miss)) == 5)
     }
 
     @Test("installing twice on one configuration replaces the first installation")
@@ -104,7 +105,7 @@ struct LoopTests {
     @Test("the handled marker is set on forwarded requests, and canInit refuses what carries it where properties survive")
     func marker() {
         let request = URLRequest(url: URL(string: "http://example.test/")!)
-        let forwarded = ProtocolBinding.forwardingRequest(from: request)
+        let forwarded = Exchange.forwardingRequest(from: request, conditional: [:])
         #expect(CachingURLProtocol.canInit(with: request))
         // On Linux the bridge to URLRequest drops protocol properties (the fact that makes the
         // separate forwarding session necessary). This fails, and tells us, if that changes.
@@ -209,7 +210,7 @@ struct FaultTests {
         #expect(await calls.waitForFirst(timeout: 10))
         #expect(calls.codes == [URLError.cancelled.rawValue])
         #expect(await h.origin.openConnections(atMost: 0, timeout: 10))
-        #expect(h.recorder.count(.fallback) == 0)
+        #expect(h.recorder.count(.served(.fallback)) == 0)
         #expect(h.cache.entryCount == 1)
     }
 }
@@ -235,7 +236,7 @@ struct ConcurrencyTests {
         gate.signal()
         #expect(await h.recorder.wait(for: .refreshed(bodyChanged: true)))
         #expect(h.origin.requestCount("/hot") == 2, "one miss, one refresh")
-        #expect(h.recorder.count(.stale) == 100)
+        #expect(h.recorder.count(.served(.stale)) == 100)
         #expect(h.cache.refreshesInFlight == 0)
         #expect(try await h.get("/hot").text == "v2")
     }

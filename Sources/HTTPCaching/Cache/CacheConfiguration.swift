@@ -5,63 +5,80 @@ import FoundationNetworking
 
 /// How a cache decides: its windows, what it stores, and how it keys entries.
 public struct CacheConfiguration: Sendable {
-    /// The status codes stored by default: 200, 203, 204, 300, 301, 404, 405, 410, 414, 501.
-    public static let defaultStorableStatusCodes: Set<Int> = [200, 203, 204, 300, 301, 404, 405, 410, 414, 501]
+    /// The status codes stored by default: 200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501.
+    public static let defaultStorableStatusCodes: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
 
     /// The windows for every entry that sets none of its own. The default is 60 seconds
     /// fresh, 2 days usable.
     public var windows: CacheWindows
-    /// Status codes whose GET responses are stored. The default is
-    /// `defaultStorableStatusCodes`.
+    /// Status codes whose GET responses are stored under the two-tier policy (the HTTP policy
+    /// follows RFC 9111 instead). The default is `defaultStorableStatusCodes`.
     public var storableStatusCodes: Set<Int>
     /// Rewrites the key a request is stored under, for example to drop a timestamp query
     /// item. The default is nil: the method plus the normalized URL.
     public var keyRewriter: (@Sendable (CacheKey, URLRequest) -> CacheKey)?
-    /// Chooses windows for one response as it is stored, for example from a header your
-    /// server sends; nil keeps `windows`. The default is nil.
-    public var responseWindows: (@Sendable (HTTPURLResponse) -> CacheWindows?)?
     /// How stored entries answer requests; a request can choose another with
     /// `URLRequest.cachingPolicy`. The default is `.twoTier`.
     public var policy: CachingPolicy
-    /// Policies of your own, by name, selectable with `CachingPolicy(named:)`. The default
-    /// is none.
-    public var customPolicies: [String: any CachePolicyRule]
+    /// Policies of your own (`CachingPolicy.custom`) that a request may select by name,
+    /// besides the built-in ones and `policy`. The default is none.
+    public var customPolicies: [CachingPolicy]
     /// When the network fails or the origin answers 5xx, an expired entry younger than this
     /// (seconds since stored) is served instead, reported as `fallback`; nil turns fallback
-    /// off and callers get the error. Never for non-GET requests, nor for responses that say
-    /// `must-revalidate`. The default is 7 days.
+    /// off and callers get the error. Never for responses that forbid it (`must-revalidate`,
+    /// `no-cache`). The default is 7 days.
     public var errorFallbackWindow: TimeInterval?
-    /// Whether responses to requests carrying `Authorization` or `Cookie` are stored (each
-    /// under a key that includes a one-way hash of those values, so one user's response is
-    /// never served to another). The default is true.
+    /// Whether responses to requests carrying credentials (see `partitioning`) are stored,
+    /// each under a key holding a keyed hash of them, so one user's response is never served
+    /// to another. The default is true.
     public var storesCredentialedResponses: Bool
-    /// Whether responses that set a cookie (`Set-Cookie`) are stored. The default is false.
+    /// Whether responses that set a cookie (`Set-Cookie`) are stored, with the field, and
+    /// served back on hits (never replayed into cookie storage). Turn it on only for a cache
+    /// private to one user: a cache shared by several users of a process must never hand one
+    /// user's cookie to another. The default is false.
     public var storesResponsesSettingCookies: Bool
-    /// Decides, per response about to be stored, to store it, not, or store a changed entry.
-    /// The default is `.cache`.
+    /// Decides, per response about to be stored, to store it, not, or store a changed entry
+    /// (for example with windows of its own). The default is `.cache`.
     public var responseCacher: ResponseCacher
+    /// Which request fields partition entries by credentials. The default is `.standard`.
+    public var partitioning: CredentialPartitioning
+    /// A name every key carries: changing it makes every entry stored under another namespace
+    /// a miss, in every store (a cache version). The default is empty.
+    public var namespace: String
+    /// Whether the two-tier policy honours the origin's `no-cache` (revalidate before each
+    /// use) and `must-revalidate`/`proxy-revalidate` (never serve stale or fall back); false
+    /// makes the windows the only rule. The HTTP policy always honours them. The default is true.
+    public var honorsOriginDirectives: Bool
+    /// The cache's name in the `Cache-Status` field. The default is `HTTPCaching`.
+    public var cacheName: String
 
     /// A configuration with the given parts; every argument has the default above.
     public init(windows: CacheWindows = .standard,
                 storableStatusCodes: Set<Int> = CacheConfiguration.defaultStorableStatusCodes,
                 keyRewriter: (@Sendable (CacheKey, URLRequest) -> CacheKey)? = nil,
-                responseWindows: (@Sendable (HTTPURLResponse) -> CacheWindows?)? = nil,
                 policy: CachingPolicy = .twoTier,
-                customPolicies: [String: any CachePolicyRule] = [:],
+                customPolicies: [CachingPolicy] = [],
                 errorFallbackWindow: TimeInterval? = 7 * 86_400,
                 storesCredentialedResponses: Bool = true,
                 storesResponsesSettingCookies: Bool = false,
-                responseCacher: ResponseCacher = .cache) {
+                responseCacher: ResponseCacher = .cache,
+                partitioning: CredentialPartitioning = .standard,
+                namespace: String = "",
+                honorsOriginDirectives: Bool = true,
+                cacheName: String = "HTTPCaching") {
         self.windows = windows
         self.storableStatusCodes = storableStatusCodes
         self.keyRewriter = keyRewriter
-        self.responseWindows = responseWindows
         self.policy = policy
         self.customPolicies = customPolicies
         self.errorFallbackWindow = errorFallbackWindow
         self.storesCredentialedResponses = storesCredentialedResponses
         self.storesResponsesSettingCookies = storesResponsesSettingCookies
         self.responseCacher = responseCacher
+        self.partitioning = partitioning
+        self.namespace = namespace
+        self.honorsOriginDirectives = honorsOriginDirectives
+        self.cacheName = cacheName
     }
 }
 
@@ -69,24 +86,33 @@ public struct CacheConfiguration: Sendable {
 /// changed (for example with windows of its own), in the spirit of Alamofire's
 /// `ResponseCacher`.
 public struct ResponseCacher: Sendable {
-    private let transform: @Sendable (URLRequest, HTTPURLResponse, CacheEntry) -> CacheEntry?
+    private let transform: @Sendable (URLRequest, CacheEntry) -> CacheEntry?
 
     /// A cacher that stores the entry `transform` returns, or nothing when it returns nil.
-    public init(_ transform: @escaping @Sendable (URLRequest, HTTPURLResponse, CacheEntry) -> CacheEntry?) {
+    public init(_ transform: @escaping @Sendable (URLRequest, CacheEntry) -> CacheEntry?) {
         self.transform = transform
     }
 
     /// Store the response as it is. The default.
-    public static let cache = ResponseCacher { _, _, entry in entry }
+    public static let cache = ResponseCacher { _, entry in entry }
     /// Store nothing.
-    public static let doNotCache = ResponseCacher { _, _, _ in nil }
+    public static let doNotCache = ResponseCacher { _, _ in nil }
     /// Store what `modify` returns (nil: store nothing).
-    public static func modify(_ modify: @escaping @Sendable (URLRequest, HTTPURLResponse, CacheEntry) -> CacheEntry?) -> ResponseCacher {
+    public static func modify(_ modify: @escaping @Sendable (URLRequest, CacheEntry) -> CacheEntry?) -> ResponseCacher {
         ResponseCacher(modify)
     }
+    /// Store every response with the windows `choose` returns for it (nil: the cache's), for
+    /// example from a field your server sends.
+    public static func windows(_ choose: @escaping @Sendable (CacheEntry) -> CacheWindows?) -> ResponseCacher {
+        ResponseCacher { _, entry in
+            var entry = entry
+            if let windows = choose(entry) { entry.windows = windows }
+            return entry
+        }
+    }
 
-    func apply(_ request: URLRequest, _ response: HTTPURLResponse, _ entry: CacheEntry) -> CacheEntry? {
-        transform(request, response, entry)
+    func apply(_ request: URLRequest, _ entry: CacheEntry) -> CacheEntry? {
+        transform(request, entry)
     }
 }
 
@@ -95,12 +121,16 @@ public enum HTTPCachingHeaders {
     /// Set on every response that passes through the cache: `fresh`, `stale`, `miss`,
     /// `expired` or `bypass` (see `CacheStatus`).
     public static let status = "X-HTTP-Caching"
-    /// The private request header carrying per-request windows; removed before a request is
+    /// The standard field (RFC 9211) every response that passes through the cache carries,
+    /// with the cache's member last: `HTTPCaching; hit; ttl=42`, `HTTPCaching; fwd=uri-miss;
+    /// fwd-status=200; stored`, ...
+    public static let cacheStatus = "Cache-Status"
+    /// The private request field carrying per-request windows; removed before a request is
     /// forwarded. Set it through `URLRequest.cacheWindows`.
-    public static let windows = "X-HTTP-Caching-Windows"
-    /// The private request header naming a policy for one request; removed before a request
+    static let windows = "X-HTTP-Caching-Windows"
+    /// The private request field naming a policy for one request; removed before a request
     /// is forwarded. Set it through `URLRequest.cachingPolicy`.
-    public static let policy = "X-HTTP-Caching-Policy"
+    static let policy = "X-HTTP-Caching-Policy"
     /// Every private header, all removed before a request reaches the network.
     static let allPrivate = [windows, policy]
 }
@@ -125,7 +155,7 @@ extension URLRequest {
     ///
     /// Carried in a private header that is removed before the request reaches the network.
     public var cachingPolicy: CachingPolicy? {
-        get { value(forHTTPHeaderField: HTTPCachingHeaders.policy).map(CachingPolicy.init(named:)) }
+        get { value(forHTTPHeaderField: HTTPCachingHeaders.policy).map { CachingPolicy(builtInNamed: $0) ?? .named($0) } }
         set { setValue(newValue?.name, forHTTPHeaderField: HTTPCachingHeaders.policy) }
     }
 }

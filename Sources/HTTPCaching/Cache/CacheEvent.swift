@@ -5,29 +5,23 @@ import Synchronization
 public struct CacheEvent: Sendable, CustomStringConvertible {
     /// What happened.
     public enum Kind: Sendable, Equatable {
-        /// Served fresh from the store, no network.
-        case fresh
-        /// Served stale from the store; a background refresh was started (or was already running).
-        case stale
-        /// Not stored: fetched from the network.
-        case miss
-        /// Stored but past the usable window: removed and fetched from the network.
-        case expired
-        /// Not cacheable: passed through to the network untouched.
-        case bypass
-        /// Validated with the origin (304): served from the store with the origin's new headers.
-        case revalidated
-        /// The network failed or the origin answered 5xx: an expired entry was served instead.
-        case fallback
+        /// A request was answered, as `CacheStatus` says: from the store (`fresh`, `stale`,
+        /// `revalidated`, `fallback`) or from the network (`miss`, `expired`, `bypass`).
+        case served(CacheStatus)
+        /// The request waited for another request for the same key instead of asking the
+        /// origin itself, and got its answer (reported beside `served`).
+        case collapsed
         /// A response was written to the store.
         case stored
+        /// A response was not stored, and why: the answer to "why is this never cached?".
+        case notStored(NotStoredReason)
         /// A background refresh replaced the entry; `bodyChanged` says whether the body differs.
         case refreshed(bodyChanged: Bool)
         /// A background refresh failed; the stale entry was kept.
         case refreshFailed(reason: String)
         /// The store evicted the entry to stay within its limits.
         case evicted
-        /// An unsafe method (POST, PUT, PATCH, DELETE) removed the entry for its URL.
+        /// An unsafe method's answer removed the entry stored for a URL.
         case invalidated
         /// A damaged, truncated or foreign entry was found, removed, and treated as a miss.
         case corrupted(reason: String)
@@ -52,6 +46,7 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         self.date = date
     }
 
+    /// The kind and the key.
     public var description: String { "\(kind) \(key)" }
 }
 
@@ -100,20 +95,5 @@ final class EventHub: Sendable {
         let handlers = observers.withLock { Array($0.handlers.values) }
         let event = event()
         for handler in handlers { handler(event) }
-    }
-}
-
-extension CacheEvent.Kind {
-    /// The event that reports a request answered with `status`.
-    init(_ status: CacheStatus) {
-        switch status {
-        case .fresh: self = .fresh
-        case .stale: self = .stale
-        case .miss: self = .miss
-        case .expired: self = .expired
-        case .bypass: self = .bypass
-        case .revalidated: self = .revalidated
-        case .fallback: self = .fallback
-        }
     }
 }

@@ -7,7 +7,9 @@ import FoundationNetworking
 /// A response cache: a configuration, a store and a clock, plus the events it reports.
 ///
 /// Install it on a session with `URLSessionConfiguration.enableHTTPCaching(_:)`. One cache
-/// may serve many sessions; each session may have its own cache.
+/// may serve many sessions; each session may have its own cache. The management calls here
+/// key requests without any session's own headers; use the `CacheInstallation` that
+/// `enableHTTPCaching(_:)` returns to key them as a session does.
 public final class HTTPCache: Sendable {
     /// The cache used when none is given: standard windows and a default memory store.
     public static let shared = HTTPCache()
@@ -20,13 +22,23 @@ public final class HTTPCache: Sendable {
     public let now: @Sendable () -> Date
 
     let hub = EventHub()
+    let flights = Flights()
+    /// Where store reads and writes happen: never Foundation's shared URLSession queue.
+    let ioQueue: DispatchQueue
+    private let ioQueueKey = DispatchSpecificKey<Bool>()
+    /// Whether the store answers from memory, so its reads and writes may run anywhere.
+    let storeIsInMemory: Bool
     private let refreshing = Mutex<Set<CacheKey>>([])
-    /// Windows set ahead of time for single entries with `setWindows(_:for:)`.
-    private let entryWindows = Mutex<[CacheKey: CacheWindows]>([:])
+    private let secret = Mutex<[UInt8]?>(nil)
+    /// Windows set ahead of time for single entries with `setWindows(_:for:)`, oldest first
+    /// out past 10,000.
+    private let entryWindows = Mutex(BoundedWindows())
+    /// Keys requests with no session's headers.
+    let plainKeys: KeyDerivation
 
     /// A cache with the given parts.
     /// - Parameters:
-    ///   - configuration: windows, storable statuses, key rewriting. The default is
+    ///   - configuration: windows, policy, what is stored, how keys are made. The default is
     ///     `CacheConfiguration()`.
     ///   - store: where entries live. The default is a new `MemoryResponseStore()`.
     ///   - now: the clock; tests pass one they can move. The default is `Date()`.
@@ -36,6 +48,11 @@ public final class HTTPCache: Sendable {
         self.configuration = configuration
         self.store = store
         self.now = now
+        storeIsInMemory = store is MemoryResponseStore
+        plainKeys = KeyDerivation(configuration: configuration, sessionHeaders: [:])
+        ioQueue = DispatchQueue(label: "HTTPCaching.io", qos: .userInitiated, attributes: .concurrent)
+        ioQueue.setSpecific(key: ioQueueKey, value: true)
+        if let memory = store as? MemoryResponseStore { secret.withLock { $0 = memory.partitionSecret() } }
     }
 
     // MARK: - Events
@@ -58,69 +75,84 @@ public final class HTTPCache: Sendable {
 
     // MARK: - Management
 
-    /// The key a request is stored under, after the configuration's `keyRewriter`; a request
-    /// carrying `Authorization` or `Cookie` gets a key of its own, holding a one-way hash of them.
-    public func key(for request: URLRequest) -> CacheKey {
-        key(for: request, headers: RequestHeaders(request))
+    /// The key a request is stored under (without any session's own headers): the method and
+    /// normalized URL after the configuration's `keyRewriter`, the namespace, and for a
+    /// request with credentials a keyed hash of them.
+    /// - Throws: what the store's `partitionSecret()` throws, for a credentialed request.
+    public func key(for request: URLRequest) throws -> CacheKey {
+        try plainKeys.key(for: request, headers: plainKeys.headers(request), secret: partitionSecret)
     }
 
-    func key(for request: URLRequest, headers: RequestHeaders) -> CacheKey {
-        var key = CacheKey(method: request.httpMethod ?? "GET", url: request.url ?? URL(fileURLWithPath: "/"))
-        key = configuration.keyRewriter?(key, request) ?? key
-        if let partition = CacheDecision.credentialPartition(headers) { key.url += "#credentials=" + partition }
-        return key
-    }
-
-    /// Whether a response is stored for a request, whatever its age.
+    /// Whether an entry is stored for a request (its `Vary` included), whatever its age.
     public func hasEntry(for request: URLRequest) -> Bool {
         cachedEntry(for: request) != nil
     }
 
-    /// The entry stored for a request, whatever its age; nil if none.
+    /// The entry stored for a request (its `Vary` included), whatever its age; nil if none.
     public func cachedEntry(for request: URLRequest) -> CacheEntry? {
-        lookup(key(for: request), url: request.url)
+        cachedEntry(for: request, keys: plainKeys)
     }
 
     /// Stores a response for a request by hand, as if it had just come from the network,
     /// whatever its status or headers say.
     /// - Parameter windows: windows for this entry alone; nil uses those set with
-    ///   `setWindows(_:for:)`, else the configuration's `responseWindows`, else the cache's.
+    ///   `setWindows(_:for:)`, else the cache's.
     /// - Returns: whether the store kept it (false if it exceeds the store's limits).
+    /// - Throws: the store's error when it cannot write.
     @discardableResult
     public func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest,
                               windows: CacheWindows? = nil) throws -> Bool {
-        let key = key(for: request)
-        var entry = makeEntry(response, body: data, for: request, headers: RequestHeaders(request), key: key)
-        if let windows { entry.windows = windows }
-        return try write(entry)
+        try storeResponse(response, data: data, for: request, windows: windows, keys: plainKeys)
     }
 
     /// Sets the windows for one request's entry: applied to the entry stored now, if any,
-    /// and to every response stored for it from now on (this process only). nil clears them.
+    /// and to every response stored for it from now on (this process only; the 10,000 most
+    /// recent settings are kept). nil clears them.
+    /// - Throws: the store's error when it cannot read or write the entry.
     public func setWindows(_ windows: CacheWindows?, for request: URLRequest) throws {
-        let key = key(for: request)
-        entryWindows.withLock { $0[key] = windows }
-        if var entry = try store.entry(for: key) {
-            entry.windows = windows
-            try store.write(entry)
-        }
+        try setWindows(windows, for: request, keys: plainKeys)
     }
 
     /// Removes the entry stored for a request, if any.
+    /// - Throws: the store's error when it cannot remove.
     public func removeEntry(for request: URLRequest) throws {
-        try store.removeEntry(for: key(for: request))
+        try removeEntry(for: request, keys: plainKeys)
     }
 
     /// Removes every entry.
     /// - Parameter progress: called as entries are removed (often, for a large disk store).
+    /// - Throws: the store's error when it cannot remove.
     public func removeAll(progress: (RemovalProgress) -> Void = { _ in }) throws {
         try store.removeAll(progress: progress)
     }
 
     /// Removes every entry stored at or after `date`.
     /// - Parameter progress: called as entries are removed.
+    /// - Throws: the store's error when it cannot list or remove.
     public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
         try store.removeEntries(storedSince: date, progress: progress)
+    }
+
+    /// Removes every entry stored before `date`.
+    /// - Parameter progress: called as entries are removed.
+    /// - Throws: the store's error when it cannot list or remove.
+    public func removeEntries(storedBefore date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
+        try store.removeEntries(storedBefore: date, progress: progress)
+    }
+
+    /// Removes every entry that can no longer be of use by the cache's clock: past its usable
+    /// and error windows, with no validator to revalidate it.
+    /// - Parameter progress: called as entries are removed.
+    /// - Throws: the store's error when it cannot list or remove.
+    public func removeUnusableEntries(progress: (RemovalProgress) -> Void = { _ in }) throws {
+        try store.removeUnusableEntries(at: now(), progress: progress)
+    }
+
+    /// The metadata of every stored entry (key, URL, size, stored-at, status), read without
+    /// reading bodies.
+    /// - Throws: the store's error when it cannot list.
+    public func entryInfos() throws -> [StoredEntryInfo] {
+        try store.entryInfos()
     }
 
     /// The bytes the stored entries account for.
@@ -129,28 +161,157 @@ public final class HTTPCache: Sendable {
     /// How many entries are stored.
     public var entryCount: Int { store.entryCount }
 
-    /// How many background refreshes are running now.
-    public var refreshesInFlight: Int {
-        refreshing.withLock { $0.count }
+    // MARK: - Management, keyed as a session keys
+
+    func cachedEntry(for request: URLRequest, keys: KeyDerivation) -> CacheEntry? {
+        let headers = keys.headers(request)
+        guard let key = try? keys.key(for: request, headers: headers, secret: partitionSecret) else { return nil }
+        return lookup(key, headers: headers).entry
+    }
+
+    func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest, windows: CacheWindows?,
+                       keys: KeyDerivation) throws -> Bool {
+        let headers = keys.headers(request)
+        let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
+        let head = ResponseHead(response)
+        let names = Vary.names(head.header("Vary"))
+        var entry = CacheEntry(key: key, url: response.url ?? request.url ?? URL(fileURLWithPath: "/"), statusCode: response.statusCode,
+                               headers: Storability.storedHeaders(of: head, keepingCookies: configuration.storesResponsesSettingCookies),
+                               body: data, storedAt: now(), windows: windows ?? windowsSetAhead(for: key),
+                               varyValues: Vary.values(names: names, headers: headers))
+        entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: configuration)
+        var stored = try write(entry, reporting: true)
+        if !names.isEmpty && !names.contains("*") {
+            entry.key.variant = Vary.variantName(names: names, headers: headers)
+            stored = try write(entry, reporting: true) && stored
+        }
+        return stored
+    }
+
+    func setWindows(_ windows: CacheWindows?, for request: URLRequest, keys: KeyDerivation) throws {
+        let headers = keys.headers(request)
+        let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
+        entryWindows.withLock { $0.set(windows, for: key) }
+        if var entry = try store.entry(for: key) {
+            entry.windows = windows
+            entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: configuration)
+            try store.write(entry)
+        }
+    }
+
+    func removeEntry(for request: URLRequest, keys: KeyDerivation) throws {
+        let headers = keys.headers(request)
+        let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
+        if let primary = try? store.entry(for: key) {
+            let names = Vary.names(primary.header("Vary")).filter { $0 != "*" }
+            if !names.isEmpty { try store.removeEntry(for: keys.variantKey(of: key, varyNames: names, headers: headers)) }
+        }
+        try store.removeEntry(for: key)
     }
 
     // MARK: - Engine (used by the URLProtocol plumbing)
+
+    /// How many background refreshes are running now.
+    var refreshesInFlight: Int {
+        refreshing.withLock { $0.count }
+    }
 
     func emit(_ kind: CacheEvent.Kind, _ key: CacheKey, _ url: URL?) {
         hub.emit(CacheEvent(kind: kind, key: key, url: url, date: now()))
     }
 
+    /// Whether the calling thread is running on the I/O queue.
+    var isOnIOQueue: Bool { DispatchQueue.getSpecific(key: ioQueueKey) == true }
+
+    /// Whether the partition secret is at hand without I/O.
+    var hasPartitionSecret: Bool { secret.withLock { $0 != nil } }
+
+    /// The store's partition secret, read once.
+    /// - Throws: what the store's `partitionSecret()` throws.
+    func partitionSecret() throws -> [UInt8] {
+        if let known = secret.withLock({ $0 }) { return known }
+        let read = try store.partitionSecret()
+        secret.withLock { $0 = read }
+        return read
+    }
+
+    /// What a lookup that may not block found.
+    enum ImmediateAnswer {
+        case answered(entry: CacheEntry?, otherVariant: Bool)
+        case needsIO
+    }
+
+    /// Looks an entry up without blocking, when the store can answer from memory.
+    func lookupImmediately(_ key: CacheKey, headers: RequestHeaders) -> ImmediateAnswer {
+        switch store.immediateEntry(for: key) {
+        case .needsIO:
+            return .needsIO
+        case .absent:
+            return .answered(entry: nil, otherVariant: false)
+        case .found(let primary):
+            if Vary.matches(primary, headers) { return .answered(entry: primary, otherVariant: false) }
+            let names = Vary.names(primary.header("Vary"))
+            if names.contains("*") { return .answered(entry: nil, otherVariant: true) }
+            var variantKey = key
+            variantKey.variant = Vary.variantName(names: names, headers: headers)
+            switch store.immediateEntry(for: variantKey) {
+            case .needsIO: return .needsIO
+            case .absent: return .answered(entry: nil, otherVariant: true)
+            case .found(let variant):
+                return Vary.matches(variant, headers) ? .answered(entry: variant, otherVariant: false)
+                                                      : .answered(entry: nil, otherVariant: true)
+            }
+        }
+    }
+
+    /// Looks an entry up, reading the store: the entry under the URL if its `Vary` matches,
+    /// else the variant the request's values name.
+    func lookup(_ key: CacheKey, headers: RequestHeaders) -> (entry: CacheEntry?, otherVariant: Bool) {
+        guard let primary = read(key) else { return (nil, false) }
+        if Vary.matches(primary, headers) { return (primary, false) }
+        let names = Vary.names(primary.header("Vary"))
+        if names.contains("*") { return (nil, true) }
+        var variantKey = key
+        variantKey.variant = Vary.variantName(names: names, headers: headers)
+        guard let variant = read(variantKey), Vary.matches(variant, headers) else { return (nil, true) }
+        return (variant, false)
+    }
+
     /// Reads the store; a failing read is reported and treated as a miss.
-    func lookup(_ key: CacheKey, url: URL?) -> CacheEntry? {
+    func read(_ key: CacheKey) -> CacheEntry? {
         do {
             return try store.entry(for: key)
         } catch let ResponseStoreError.corruptEntry(_, reason) {
-            emit(.corrupted(reason: reason), key, url)
+            emit(.corrupted(reason: reason), key, URL(string: key.url))
             return nil
         } catch {
-            emit(.storeFailed(reason: "read: \(error)"), key, url)
+            emit(.storeFailed(reason: "read: \(error)"), key, URL(string: key.url))
             return nil
         }
+    }
+
+    /// Writes an entry, reporting `stored`, evictions and failures; false if not stored.
+    @discardableResult
+    func write(_ entry: CacheEntry) -> Bool {
+        (try? write(entry, reporting: false)) ?? false
+    }
+
+    private func write(_ entry: CacheEntry, reporting: Bool) throws -> Bool {
+        let result: StoreWriteResult
+        do {
+            result = try store.write(entry)
+        } catch {
+            emit(.storeFailed(reason: "write: \(error)"), entry.key, entry.url)
+            if reporting { throw error }
+            return false
+        }
+        for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
+        if result.stored {
+            emit(.stored, entry.key, entry.url)
+        } else {
+            emit(.notStored(.tooLarge(bytes: entry.byteCount, limit: store.maxEntrySize)), entry.key, entry.url)
+        }
+        return result.stored
     }
 
     func remove(_ key: CacheKey, url: URL?) {
@@ -161,67 +322,12 @@ public final class HTTPCache: Sendable {
         }
     }
 
-    /// Whether the configuration lets a response to a request be stored.
-    func isStorable(_ response: HTTPURLResponse, for request: URLRequest, headers: RequestHeaders) -> Bool {
-        CacheDecision.isStorable(request: request, headers: headers, response: response, configuration: configuration)
+    /// Windows set ahead of time for a key, if any.
+    func windowsSetAhead(for key: CacheKey) -> CacheWindows? {
+        entryWindows.withLock { $0.windows(for: key) }
     }
 
-    /// Writes a response the caller found storable (after the configuration's
-    /// `responseCacher`), reporting `stored` and evictions.
-    /// - Returns: the entry that was stored, or nil if it was declined or the store failed.
-    @discardableResult
-    func record(_ response: HTTPURLResponse, body: Data, for request: URLRequest, headers: RequestHeaders,
-                key: CacheKey) -> CacheEntry? {
-        guard let entry = configuration.responseCacher.apply(request, response,
-                                                              makeEntry(response, body: body, for: request, headers: headers, key: key)) else {
-            return nil
-        }
-        do {
-            return try write(entry) ? entry : nil
-        } catch {
-            emit(.storeFailed(reason: "write: \(error)"), key, entry.url)
-            return nil
-        }
-    }
-
-    /// The stored entry brought up to date by a 304, written back.
-    func revalidate(_ entry: CacheEntry, with notModified: HTTPURLResponse) -> CacheEntry {
-        let updated = CacheDecision.merge(entry, notModified: notModified, storableHeaders: Self.storableHeaders(of: notModified), now: now())
-        do {
-            _ = try write(updated)
-        } catch {
-            emit(.storeFailed(reason: "write: \(error)"), entry.key, entry.url)
-        }
-        return updated
-    }
-
-    /// Writes an entry, reporting evictions and `stored`. - Returns: whether it was stored.
-    private func write(_ entry: CacheEntry) throws -> Bool {
-        let result = try store.write(entry)
-        for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
-        if result.stored { emit(.stored, entry.key, entry.url) }
-        return result.stored
-    }
-
-    private func makeEntry(_ response: HTTPURLResponse, body: Data, for request: URLRequest, headers: RequestHeaders,
-                           key: CacheKey) -> CacheEntry {
-        let windows = entryWindows.withLock { $0.isEmpty ? nil : $0[key] } ?? configuration.responseWindows?(response)
-        return CacheEntry(key: key,
-                          url: response.url ?? request.url ?? URL(fileURLWithPath: "/"),
-                          statusCode: response.statusCode,
-                          headers: Self.storableHeaders(of: response),
-                          body: body,
-                          storedAt: now(),
-                          windows: windows,
-                          varyValues: CacheDecision.varyValues(for: response, headers: headers))
-    }
-
-    /// The `Age` an entry is served with, by the policy that decides for the request.
-    func age(of entry: CacheEntry, for request: URLRequest) -> TimeInterval {
-        CacheDecision.servedAge(of: entry, policy: CacheDecision.policy(for: request, configuration: configuration), now: now())
-    }
-
-    /// Claims the one refresh slot for a key; false if a refresh is already running.
+    /// Claims the one refresh slot for a key in this process; false if a refresh is already running.
     func beginRefresh(_ key: CacheKey) -> Bool {
         refreshing.withLock { $0.insert(key).inserted }
     }
@@ -229,29 +335,59 @@ public final class HTTPCache: Sendable {
     func endRefresh(_ key: CacheKey) {
         refreshing.withLock { _ = $0.remove(key) }
     }
+}
 
-    /// Hop-by-hop headers (RFC 9111 section 3.1) are not stored.
-    static let hopByHopHeaders: Set<String> = ["connection", "keep-alive", "proxy-connection", "te",
-                                               "transfer-encoding", "upgrade", "proxy-authenticate",
-                                               "proxy-authorization", HTTPCachingHeaders.status.lowercased()]
+/// Windows set ahead of time, the most recent 10,000 kept.
+struct BoundedWindows {
+    private var windows: [CacheKey: CacheWindows] = [:]
+    private var order: [CacheKey] = []
+    private let limit = 10_000
 
-    static func storableHeaders(of response: HTTPURLResponse) -> [String: String] {
-        let named = Set((response.value(forHTTPHeaderField: "Connection") ?? "")
-            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
-        return response.headerFields.filter { name, _ in
-            let lower = name.lowercased()
-            return !hopByHopHeaders.contains(lower) && !named.contains(lower)
+    func windows(for key: CacheKey) -> CacheWindows? {
+        windows.isEmpty ? nil : windows[key]
+    }
+
+    mutating func set(_ value: CacheWindows?, for key: CacheKey) {
+        guard let value else {
+            windows[key] = nil
+            return
+        }
+        if windows.updateValue(value, forKey: key) == nil { order.append(key) }
+        if order.count > limit {
+            let excess = order.count - limit
+            for old in order.prefix(excess) { windows[old] = nil }
+            order.removeFirst(excess)
         }
     }
 }
 
-extension HTTPURLResponse {
-    /// The header fields as strings (Foundation types them `[AnyHashable: Any]`).
-    var headerFields: [String: String] {
-        var fields: [String: String] = [:]
-        for (name, value) in allHeaderFields {
-            if let name = name as? String, let value = value as? String { fields[name] = value }
+/// Requests in flight per key, so concurrent misses for one key send one request: the first
+/// leads, the others wait for its answer.
+final class Flights: Sendable {
+    enum Role { case leader, follower }
+
+    private let waiting = Mutex<[CacheKey: [UncheckedBox<Exchange>]]>([:])
+
+    func join(_ key: CacheKey, _ exchange: Exchange) -> Role {
+        waiting.withLock { waiting in
+            if waiting[key] != nil {
+                waiting[key]!.append(UncheckedBox(exchange))
+                return .follower
+            }
+            waiting[key] = []
+            return .leader
         }
-        return fields
+    }
+
+    func leave(_ key: CacheKey, _ exchange: Exchange) {
+        waiting.withLock { waiting in
+            waiting[key]?.removeAll { $0.value === exchange }
+        }
+    }
+
+    /// The leader is done: each follower gets what it stored (nil if nothing).
+    func end(_ key: CacheKey, entry: CacheEntry?) {
+        let followers = waiting.withLock { $0.removeValue(forKey: key) } ?? []
+        for follower in followers { follower.value.collapsedResult(entry) }
     }
 }

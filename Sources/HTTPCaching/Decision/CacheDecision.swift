@@ -5,171 +5,351 @@ import FoundationNetworking
 
 /// How one request was answered, as the response header and events report it.
 public enum CacheStatus: String, Sendable, CaseIterable {
-    /// Served from the store, younger than the fresh window; no network.
+    /// Served from the store while fresh; no network.
     case fresh
-    /// Served from the store, past the fresh window but usable; refreshed in the background.
+    /// Served from the store, past its fresh window but usable; refreshed in the background.
     case stale
-    /// No stored entry: fetched from the network.
+    /// Nothing stored could answer: fetched from the network.
     case miss
-    /// The stored entry was past the usable window: removed and fetched again.
+    /// The stored entry could not answer as it was (past its windows, or the request asked
+    /// for the origin): fetched again.
     case expired
-    /// Not cacheable (method, status, `no-store`, a conditional or range request, the
-    /// network-only policy): passed through untouched.
+    /// Not cacheable (method, status, `no-store`, a conditional request, the network-only
+    /// policy): passed through untouched.
     case bypass
-    /// Validated with the origin (a conditional request answered 304): the stored body,
-    /// with the origin's new headers, its age reset.
+    /// Validated with the origin (a conditional request answered 304): the stored body, with
+    /// the origin's new headers, its age reset.
     case revalidated
-    /// The network failed or the origin answered 5xx: an expired entry served instead.
+    /// The network failed or the origin answered 5xx: an older entry served instead.
     case fallback
 }
 
-/// What the cache does with one request. Produced by `CacheDecision`, carried out by the
-/// URLProtocol plumbing.
-enum CacheAction: Equatable, Sendable {
-    /// Answer from the stored entry: `.fresh`, or `.stale` with `refresh` (a background
-    /// refresh); `age` is what the `Age` header says.
-    case serve(CacheStatus, age: TimeInterval, refresh: Bool)
-    /// Go to the network.
-    case forward(ForwardPlan)
-    /// An unsafe method: pass it through and remove any entry stored for its URL.
-    case invalidate
-    /// The caller forbade the network (`only-if-cached`, the cache-only policy) and nothing
-    /// stored may answer: fail with `CachingError.notCached`.
-    case unsatisfiable
+/// Why a request went to the network: RFC 9211's `fwd` parameter.
+enum ForwardReason: String, Sendable, Equatable {
+    /// Nothing stored under the URL.
+    case uriMiss = "uri-miss"
+    /// Something stored under the URL, but for other values of the fields its `Vary` names.
+    case varyMiss = "vary-miss"
+    /// The stored entry was stale and could not be served stale.
+    case stale
+    /// The request's own directives (`no-cache`, `max-age`, a reload) forbade the stored entry.
+    case request
+    /// The method is not one the cache answers.
+    case method
+    /// The cache is set not to answer this request (policy, a conditional request, credentials).
+    case bypass
 }
 
-/// How to go to the network, and what to do with what comes back.
-struct ForwardPlan: Equatable, Sendable {
-    /// How the answer is reported if it can be stored: `.miss`, `.expired` or `.bypass`.
+/// How a stored entry answers without the network.
+enum ServeForm: Sendable, Hashable {
+    /// The whole response.
+    case whole
+    /// A HEAD: the stored GET's status and fields, no body.
+    case headersOnly
+    /// A 206 with these bytes of the body.
+    case range(ClosedRange<Int>)
+    /// A 416: the requested range lies outside the body.
+    case rangeNotSatisfiable
+}
+
+/// Answering from the store, without the network.
+struct ServePlan: Sendable, Equatable {
+    /// `.fresh`, or `.stale` (served, then refreshed in the background).
     var status: CacheStatus
-    /// Send a conditional request built from the stored entry's validators; on 304 serve the
-    /// entry as `.revalidated`.
+    /// What the `Age` field says.
+    var age: TimeInterval
+    /// Freshness left, in seconds; negative once stale (RFC 9211's `ttl`).
+    var ttl: TimeInterval
+    /// Whether to refresh the entry in the background.
+    var refresh: Bool
+    /// The whole response, its head, or a range of it.
+    var form: ServeForm = .whole
+}
+
+/// Going to the network, and what to do with what comes back.
+struct ForwardPlan: Sendable, Equatable {
+    /// How a stored answer is reported: `.miss`, `.expired` or `.bypass`.
+    var status: CacheStatus
+    /// Why the request goes out.
+    var reason: ForwardReason
+    /// Send a conditional request built from the stored entry's validators; a 304 that
+    /// selects the entry serves it as `.revalidated`.
     var validate = false
-    /// Whether the response may be stored at all (not for network-only or `no-store`).
+    /// Whether the response may be stored (not for `no-store` requests, other methods or the
+    /// network-only policy).
     var store = true
     /// On a network error or a 5xx, serve the stored entry instead, as `.fallback`.
     var fallback = false
+    /// The stored entry is of no more use (past every window, nothing to validate it with,
+    /// no fallback): remove it now.
+    var discardEntry = false
+    /// The caller's own conditional or range request, or a method the cache does not answer:
+    /// whatever comes back reaches the caller untouched, 304 and 206 included.
+    var passThrough = false
+    /// An unsafe method: a non-error answer invalidates the stored GET of its URL and of the
+    /// same-origin URLs in its `Location` and `Content-Location`.
+    var invalidates = false
+    /// The stored entry answers the same request: a final answer that may not be stored
+    /// makes it outdated, so it is removed.
+    var replacesEntry = false
 
-    static func bypass() -> ForwardPlan { ForwardPlan(status: .bypass, store: false) }
-}
-
-/// The request's header fields as they will reach the network: the request's own, else the
-/// session's `httpAdditionalHeaders` (which Foundation adds only later, in its HTTP class).
-struct RequestHeaders: Sendable {
-    let request: URLRequest
-    let session: [String: String]
-
-    init(_ request: URLRequest, session: [String: String] = [:]) {
-        self.request = request
-        self.session = session
-    }
-
-    func value(_ name: String) -> String? {
-        if let value = request.value(forHTTPHeaderField: name) { return value }
-        guard !session.isEmpty else { return nil }
-        return session[name] ?? session.first { $0.key.equalsIgnoringASCIICase(name) }?.value
+    static func bypass(_ reason: ForwardReason, passThrough: Bool = false, invalidates: Bool = false) -> ForwardPlan {
+        ForwardPlan(status: .bypass, reason: reason, store: false, passThrough: passThrough, invalidates: invalidates)
     }
 }
 
-/// The caching decision: pure functions of the request, the stored entry, the time and the
-/// configuration. No I/O happens here.
+/// What the cache does with one request. Produced by `CacheDecision`, carried out by the
+/// transaction and the URLProtocol plumbing.
+enum CacheAction: Sendable, Equatable {
+    /// Answer from the stored entry.
+    case serve(ServePlan)
+    /// Go to the network.
+    case forward(ForwardPlan)
+    /// Fail the request: it forbade the network and nothing stored may answer
+    /// (`CachingError.notCached`), or it names a policy the cache does not know.
+    case fail(CachingError)
+}
+
+/// The request half of the caching decision: pure functions of the request, the stored
+/// entry, the time and the configuration. No I/O happens here.
 enum CacheDecision {
-    /// Methods whose success changes the resource: they invalidate what is stored.
-    static let invalidatingMethods: Set<String> = ["POST", "PUT", "PATCH", "DELETE"]
+    /// Methods known to be safe (RFC 9110 section 9.2.1): they never invalidate.
+    static let safeMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE"]
 
-    /// Request headers that make a GET the caller's own conditional or partial request,
-    /// which passes through untouched.
-    static let passThroughRequestHeaders = ["If-None-Match", "If-Modified-Since", "If-Match",
-                                            "If-Unmodified-Since", "If-Range", "Range"]
+    /// Request fields that make a GET the caller's own conditional request, which passes
+    /// through untouched. (`Range` alone may be answered from a fresh entry.)
+    static let conditionalRequestHeaders = ["If-None-Match", "If-Modified-Since", "If-Match",
+                                            "If-Unmodified-Since", "If-Range"]
+
+    /// The decision and how it was reached, for `explain`.
+    struct Evaluation: Sendable {
+        var action: CacheAction
+        var policy: CachingPolicy?
+        var windows: CacheWindows?
+        var age: TimeInterval?
+        var lifetime: TimeInterval?
+        var lifetimeSource: Freshness.Source?
+        var verdict: CachePolicyVerdict?
+        var notes: [String] = []
+    }
 
     /// Decides what to do with a request.
     /// - Parameters:
     ///   - request: the request as the caller sent it.
     ///   - headers: its header fields as they will reach the network.
-    ///   - entry: the entry stored under the request's key, if any.
+    ///   - entry: the stored entry that matches the request (its `Vary` included), if any.
+    ///   - otherVariant: whether something is stored under the URL for other `Vary` values.
+    ///   - credentialed: whether the request carries credentials that partition it.
     ///   - now: the current time.
     ///   - configuration: the cache's configuration.
-    static func decide(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, now: Date,
-                       configuration: CacheConfiguration) -> CacheAction {
+    static func decide(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool = false,
+                       credentialed: Bool? = nil, now: Date, configuration: CacheConfiguration) -> CacheAction {
+        evaluate(request: request, headers: headers, entry: entry, otherVariant: otherVariant, credentialed: credentialed,
+                 now: now, configuration: configuration).action
+    }
+
+    static func evaluate(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool = false,
+                         credentialed: Bool? = nil, now: Date, configuration: CacheConfiguration) -> Evaluation {
         let headers = headers ?? RequestHeaders(request)
         let method = request.httpMethod?.uppercased() ?? "GET"
-        if invalidatingMethods.contains(method) { return .invalidate }
-        guard method == "GET" else { return .forward(.bypass()) }
-        let policy = policy(for: request, configuration: configuration)
-        if policy == .networkOnly { return .forward(.bypass()) }
-        for name in passThroughRequestHeaders where request.value(forHTTPHeaderField: name) != nil {
-            return .forward(.bypass())
+        func result(_ action: CacheAction, _ note: String) -> Evaluation {
+            Evaluation(action: action, notes: [note])
         }
-        if !configuration.storesCredentialedResponses && isCredentialed(headers) { return .forward(.bypass()) }
+        guard method == "GET" || method == "HEAD" else {
+            let safe = safeMethods.contains(method)
+            return result(.forward(.bypass(.method, passThrough: true, invalidates: !safe)),
+                          safe ? "\(method) is not answered from the store" : "\(method) is unsafe: a non-error answer invalidates the stored GET")
+        }
+        let policy: CachingPolicy
+        switch resolvePolicy(for: request, configuration: configuration) {
+        case .success(let resolved): policy = resolved
+        case .failure(let error): return result(.fail(error), "the request names a policy the cache does not know")
+        }
+        if policy == .networkOnly { return Evaluation(action: .forward(.bypass(.bypass)), policy: policy, notes: ["the network-only policy"]) }
+        if let name = conditionalRequestHeaders.first(where: { request.value(forHTTPHeaderField: $0) != nil }) {
+            return Evaluation(action: .forward(.bypass(.bypass, passThrough: true)), policy: policy,
+                              notes: ["the caller's own conditional request (\(name)) passes through"])
+        }
+        let isCredentialed = credentialed ?? !configuration.partitioning.inputs(headers).isEmpty
+        if !configuration.storesCredentialedResponses && isCredentialed {
+            return Evaluation(action: .forward(.bypass(.bypass)), policy: policy,
+                              notes: ["credentialed requests are not cached (storesCredentialedResponses is false)"])
+        }
 
         var directives = CacheControl(headers.value("Cache-Control"), pragma: headers.value("Pragma"))
+        let requestDirectivesGiven = directives != CacheControl(nil)
+        var reload = false, revalidating = false
         switch request.cachePolicy {
-        case .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData:
-            return .forward(ForwardPlan(status: entry == nil ? .miss : .expired, store: !directives.has("no-store")))
-        case .reloadRevalidatingCacheData:
-            directives.require("no-cache")
-        default:
-            break
+        case .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData: reload = true
+        case .reloadRevalidatingCacheData: revalidating = true
+        default: break
         }
         let onlyIfCached = directives.has("only-if-cached") || policy == .cacheOnly
-        let store = !directives.has("no-store")
-        guard let entry, varyMatches(entry, headers) else {
-            return onlyIfCached ? .unsatisfiable : .forward(ForwardPlan(status: .miss, store: store))
+        let store = !directives.has("no-store") && method == "GET"
+        let range = request.value(forHTTPHeaderField: "Range")
+        var evaluation = Evaluation(action: .fail(.notCached), policy: policy)
+
+        guard let entry else {
+            if onlyIfCached {
+                evaluation.action = .fail(.notCached)
+                evaluation.notes.append("nothing stored may answer, and the request forbids the network")
+                return evaluation
+            }
+            var plan = ForwardPlan(status: .miss, reason: otherVariant ? .varyMiss : .uriMiss, store: store)
+            if method == "HEAD" || range != nil { plan = headOrRangeForward(plan) }
+            evaluation.action = .forward(plan)
+            evaluation.notes.append(otherVariant ? "stored for other values of the fields its Vary names" : "nothing stored under this key")
+            return evaluation
+        }
+        if reload {
+            var plan = ForwardPlan(status: .expired, reason: .request, store: store, replacesEntry: true)
+            if method == "HEAD" || range != nil { plan = headOrRangeForward(plan) }
+            evaluation.action = .forward(plan)
+            evaluation.notes.append("URLRequest.cachePolicy reloads from the origin")
+            return evaluation
         }
 
         let windows = windows(for: request, entry: entry, default: configuration.windows)
         let age = entry.age(at: now)
-        let verdict: CachePolicyVerdict
-        var mustRevalidate = false
         let servedAge = servedAge(of: entry, policy: policy, now: now)
+        evaluation.windows = windows
+        evaluation.age = servedAge
         var errorLimit = configuration.errorFallbackWindow ?? -1
+        var mustRevalidate = false
+        let response = CacheControl(entry.header("Cache-Control"), pragma: entry.header("Pragma"))
+        let immutable = response.has("immutable")
+        if revalidating { directives.require("no-cache") }
 
+        let verdict: CachePolicyVerdict, withoutRequestDirectives: CachePolicyVerdict
+        var ttl: TimeInterval
         switch policy {
         case .cacheFirst, .cacheOnly:
-            return .serve(age < windows.fresh ? .fresh : .stale, age: age, refresh: false)
+            let status: CacheStatus = age < windows.fresh ? .fresh : .stale
+            evaluation.verdict = .fresh
+            evaluation.notes.append("\(policy.name): any stored entry answers, whatever its age")
+            evaluation.action = .serve(ServePlan(status: status, age: age, ttl: windows.fresh - age, refresh: false,
+                                                 form: serveForm(method: method, range: range, entry: entry) ?? .whole))
+            return evaluation
         case .httpSemantics:
-            let response = CacheControl(entry.header("Cache-Control"), pragma: entry.header("Pragma"))
-            let lifetime = Freshness.lifetime(of: entry)
+            let (lifetime, source) = Freshness.lifetimeAndSource(statusCode: entry.statusCode, header: entry.header, storedAt: entry.storedAt)
+            evaluation.lifetime = lifetime
+            evaluation.lifetimeSource = source
             mustRevalidate = response.has("must-revalidate") || response.has("no-cache")
             let whileRevalidating = response.seconds("stale-while-revalidate") ?? 0
             if let ifError = response.seconds("stale-if-error") ?? directives.seconds("stale-if-error") {
                 errorLimit = max(errorLimit, lifetime + ifError)
             }
+            if immutable && revalidating && servedAge < lifetime { directives = CacheControl(nil) }
+            ttl = lifetime - servedAge
             verdict = builtInVerdict(age: servedAge, lifetime: lifetime, staleLimit: lifetime + whileRevalidating,
-                                     forceRevalidate: response.has("no-cache"), mustRevalidate: mustRevalidate,
-                                     directives: directives)
+                                     forceRevalidate: response.has("no-cache"), mustRevalidate: mustRevalidate, directives: directives)
+            withoutRequestDirectives = builtInVerdict(age: servedAge, lifetime: lifetime, staleLimit: lifetime + whileRevalidating,
+                                                      forceRevalidate: response.has("no-cache"), mustRevalidate: mustRevalidate,
+                                                      directives: CacheControl(nil))
         case .twoTier:
-            verdict = builtInVerdict(age: age, lifetime: windows.fresh, staleLimit: windows.usable,
-                                     forceRevalidate: false, mustRevalidate: false, directives: directives)
+            evaluation.lifetime = windows.fresh
+            evaluation.lifetimeSource = .windows
+            let honors = configuration.honorsOriginDirectives
+            let noCache = honors && response.has("no-cache")
+            mustRevalidate = honors && (noCache || response.has("must-revalidate") || response.has("proxy-revalidate"))
+            if immutable && revalidating && age < windows.fresh { directives = CacheControl(nil) }
+            ttl = windows.fresh - age
+            verdict = builtInVerdict(age: age, lifetime: windows.fresh, staleLimit: mustRevalidate ? windows.fresh : windows.usable,
+                                     forceRevalidate: noCache, mustRevalidate: mustRevalidate, directives: directives)
+            withoutRequestDirectives = builtInVerdict(age: age, lifetime: windows.fresh,
+                                                      staleLimit: mustRevalidate ? windows.fresh : windows.usable,
+                                                      forceRevalidate: noCache, mustRevalidate: mustRevalidate, directives: CacheControl(nil))
         default:
-            guard let rule = configuration.customPolicies[policy.name] else {
-                // An unknown name: the safest reading is to ask the network.
-                return onlyIfCached ? .unsatisfiable : .forward(ForwardPlan(status: .expired, store: store))
+            guard let rule = policy.rule else {
+                evaluation.action = .fail(.unknownPolicy(policy.name))
+                return evaluation
             }
+            ttl = windows.fresh - age
             verdict = rule.verdict(for: CachePolicyContext(request: request, entry: entry, age: age, now: now, windows: windows))
+            withoutRequestDirectives = verdict
         }
+        evaluation.verdict = verdict
 
         switch verdict {
-        case .fresh:
-            return .serve(.fresh, age: servedAge, refresh: false)
-        case .stale:
-            return .serve(.stale, age: servedAge, refresh: true)
+        case .fresh, .stale:
+            let status: CacheStatus = verdict == .fresh ? .fresh : .stale
+            if method == "HEAD" && status == .stale {
+                evaluation.action = .forward(headOrRangeForward(ForwardPlan(status: .expired, reason: .stale)))
+                evaluation.notes.append("a HEAD is answered from the store only while the entry is fresh")
+                return evaluation
+            }
+            guard let form = serveForm(method: method, range: range, entry: entry), status == .fresh || range == nil else {
+                evaluation.action = .forward(headOrRangeForward(ForwardPlan(status: .expired, reason: .request)))
+                evaluation.notes.append("a range is answered from the store only from a fresh, complete entry")
+                return evaluation
+            }
+            evaluation.action = .serve(ServePlan(status: status, age: servedAge, ttl: ttl, refresh: verdict == .stale, form: form))
+            return evaluation
         case .revalidate, .network:
-            if onlyIfCached { return .unsatisfiable }
-            return .forward(ForwardPlan(status: .expired,
-                                        validate: verdict == .revalidate && hasValidator(entry),
-                                        store: store,
-                                        fallback: configuration.errorFallbackWindow != nil && !mustRevalidate && age < errorLimit))
+            if onlyIfCached {
+                evaluation.action = .fail(.notCached)
+                evaluation.notes.append("the entry may not answer without the origin, and the request forbids the network")
+                return evaluation
+            }
+            let forcedByRequest = requestDirectivesGiven || revalidating
+            let reason: ForwardReason = forcedByRequest && (withoutRequestDirectives == .fresh || withoutRequestDirectives == .stale)
+                ? .request : .stale
+            let validate = verdict == .revalidate && Validation.hasValidator(entry)
+            let fallback = configuration.errorFallbackWindow != nil && !mustRevalidate && age < errorLimit
+            let pastUse = reason == .stale && !validate && !fallback && age >= windows.usable
+            var plan = ForwardPlan(status: .expired, reason: reason, validate: validate, store: store, fallback: fallback,
+                                   discardEntry: pastUse, replacesEntry: true)
+            if method == "HEAD" || range != nil { plan = headOrRangeForward(plan) }
+            evaluation.action = .forward(plan)
+            return evaluation
         }
     }
 
-    /// The policy that decides for a request: its private policy header, else what its
-    /// `URLRequest.cachePolicy` asks for, else the configuration's.
-    static func policy(for request: URLRequest, configuration: CacheConfiguration) -> CachingPolicy {
-        request.cachingPolicy ?? policy(for: request.cachePolicy) ?? configuration.policy
+    /// A HEAD or a range request that goes out: passed through, nothing stored or removed,
+    /// but the stored entry still a fallback.
+    private static func headOrRangeForward(_ plan: ForwardPlan) -> ForwardPlan {
+        var plan = plan
+        plan.store = false
+        plan.validate = false
+        plan.discardEntry = false
+        plan.replacesEntry = false
+        plan.passThrough = true
+        plan.status = .bypass
+        return plan
     }
 
-    /// The age an entry is served with (its `Age` header): RFC 9111's current age under the
+    /// How a fresh entry answers: whole, head only, or a range; nil when a range cannot be
+    /// answered from it (several ranges, another unit, a partial entry).
+    private static func serveForm(method: String, range: String?, entry: CacheEntry) -> ServeForm? {
+        if method == "HEAD" { return .headersOnly }
+        guard let range else { return .whole }
+        guard entry.statusCode == 200 else { return nil }
+        switch ByteRange.resolve(range, length: entry.body.count) {
+        case .satisfiable(let bytes): return .range(bytes)
+        case .unsatisfiable: return .rangeNotSatisfiable
+        case .unsupported: return nil
+        }
+    }
+
+    /// The policy that decides for a request: its private policy field (a built-in policy,
+    /// the configuration's own, or one of its `customPolicies`), else what its
+    /// `URLRequest.cachePolicy` asks for, else the configuration's.
+    static func resolvePolicy(for request: URLRequest, configuration: CacheConfiguration) -> Result<CachingPolicy, CachingError> {
+        if let name = request.value(forHTTPHeaderField: HTTPCachingHeaders.policy) {
+            if let builtIn = CachingPolicy(builtInNamed: name) { return .success(builtIn) }
+            if configuration.policy.name == name { return .success(configuration.policy) }
+            if let custom = configuration.customPolicies.first(where: { $0.name == name }) { return .success(custom) }
+            return .failure(.unknownPolicy(name))
+        }
+        return .success(policy(for: request.cachePolicy) ?? configuration.policy)
+    }
+
+    /// The policy for a request, the configuration's when the request names an unknown one.
+    static func policy(for request: URLRequest, configuration: CacheConfiguration) -> CachingPolicy {
+        (try? resolvePolicy(for: request, configuration: configuration).get()) ?? configuration.policy
+    }
+
+    /// The age an entry is served with (its `Age` field): RFC 9111's current age under the
     /// HTTP policy, else the seconds since it was stored.
     static func servedAge(of entry: CacheEntry, policy: CachingPolicy, now: Date) -> TimeInterval {
         policy == .httpSemantics ? Freshness.currentAge(of: entry, at: now) : entry.age(at: now)
@@ -221,119 +401,19 @@ enum CacheDecision {
         return entry?.windows ?? fallback
     }
 
-    // MARK: - Storing
-
-    /// Whether a response to a request may be stored.
-    ///
-    /// GET only; a status in `storableStatusCodes`; not `no-store`; not `Vary: *`; not
-    /// `Set-Cookie` unless allowed; not for a credentialed request unless allowed.
-    static func isStorable(request: URLRequest, headers: RequestHeaders? = nil, response: HTTPURLResponse,
-                           configuration: CacheConfiguration) -> Bool {
-        guard (request.httpMethod?.uppercased() ?? "GET") == "GET",
-              configuration.storableStatusCodes.contains(response.statusCode) else { return false }
-        if CacheControl(response.value(forHTTPHeaderField: "Cache-Control")).has("no-store") { return false }
-        if varyNames(response.value(forHTTPHeaderField: "Vary")).contains("*") { return false }
-        if !configuration.storesResponsesSettingCookies && response.value(forHTTPHeaderField: "Set-Cookie") != nil { return false }
-        if !configuration.storesCredentialedResponses && isCredentialed(headers ?? RequestHeaders(request)) { return false }
-        return true
-    }
-
-    // MARK: - Vary and credentials
-
-    static func varyNames(_ value: String?) -> [String] {
-        (value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
-    }
-
-    /// The request's values of the headers a response varies on, to store with the entry.
-    static func varyValues(for response: HTTPURLResponse, headers: RequestHeaders) -> [String: String] {
-        var values: [String: String] = [:]
-        for name in varyNames(response.value(forHTTPHeaderField: "Vary")) where name != "*" {
-            if let value = headers.value(name) { values[name] = normalize(value) }
+    /// When an entry stops being of use under a configuration: past its usable window and the
+    /// error window; nil while it has a validator (it can be revalidated any time).
+    static func usefulUntil(_ entry: CacheEntry, configuration: CacheConfiguration) -> Date? {
+        if Validation.hasValidator(entry) { return nil }
+        let windows = entry.windows ?? configuration.windows
+        var span = windows.usable
+        if let error = configuration.errorFallbackWindow { span = max(span, error) }
+        if configuration.policy == .httpSemantics {
+            let response = CacheControl(entry.header("Cache-Control"))
+            let lifetime = Freshness.lifetime(of: entry)
+            span = max(span, lifetime + max(response.seconds("stale-while-revalidate") ?? 0, response.seconds("stale-if-error") ?? 0))
         }
-        return values
-    }
-
-    /// Whether a stored entry may answer a request, as far as `Vary` goes.
-    static func varyMatches(_ entry: CacheEntry, _ headers: RequestHeaders) -> Bool {
-        let names = varyNames(entry.header("Vary"))
-        if names.contains("*") { return false }
-        return names.allSatisfy { entry.varyValues[$0] == headers.value($0).map(normalize) }
-    }
-
-    private static func normalize(_ value: String) -> String {
-        value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ",")
-    }
-
-    static func isCredentialed(_ headers: RequestHeaders) -> Bool {
-        headers.value("Authorization") != nil || headers.value("Cookie") != nil
-    }
-
-    /// A one-way hash of the request's credentials, to partition keys by; nil without any.
-    static func credentialPartition(_ headers: RequestHeaders) -> String? {
-        let authorization = headers.value("Authorization"), cookie = headers.value("Cookie")
-        guard authorization != nil || cookie != nil else { return nil }
-        return String(SHA256.hex(Array("\(authorization ?? "")\u{0}\(cookie ?? "")".utf8)).prefix(32))
-    }
-
-    // MARK: - Validation
-
-    static func hasValidator(_ entry: CacheEntry) -> Bool {
-        entry.header("ETag") != nil || entry.header("Last-Modified") != nil
-    }
-
-    /// The headers that make a request conditional on a stored entry: `If-None-Match` with its
-    /// ETag (weak or strong), else `If-Modified-Since` with its Last-Modified.
-    static func conditionalHeaders(for entry: CacheEntry) -> [String: String] {
-        if let etag = entry.header("ETag") { return ["If-None-Match": etag] }
-        if let lastModified = entry.header("Last-Modified") { return ["If-Modified-Since": lastModified] }
-        return [:]
-    }
-
-    /// Header fields a 304 must not change in the stored entry (RFC 9111 section 3.2).
-    static let keptOnUpdate: Set<String> = ["content-length", "content-encoding", "transfer-encoding", "content-range"]
-
-    /// The stored entry updated by a 304 (RFC 9111 section 4.3.4): the 304's header fields
-    /// replace the stored ones (but framing fields), the body is kept, the age starts again.
-    static func merge(_ entry: CacheEntry, notModified: HTTPURLResponse, storableHeaders: [String: String], now: Date) -> CacheEntry {
-        var updated = entry
-        for (name, value) in storableHeaders where !keptOnUpdate.contains(name.lowercased()) {
-            if let existing = updated.headers.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {
-                updated.headers[existing] = nil
-            }
-            updated.headers[name] = value
-        }
-        updated.storedAt = now
-        return updated
-    }
-}
-
-/// Freshness and age as a private cache computes them (RFC 9111 section 4.2).
-enum Freshness {
-    /// Statuses whose responses may be given a heuristic lifetime (RFC 9110 section 15.1).
-    static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
-
-    /// The freshness lifetime: `max-age`, else `Expires` minus `Date`, else 10% of the time
-    /// since `Last-Modified`, else zero. `s-maxage` is for shared caches and is ignored.
-    static func lifetime(of entry: CacheEntry) -> TimeInterval {
-        let directives = CacheControl(entry.header("Cache-Control"))
-        if let maxAge = directives.seconds("max-age") { return maxAge }
-        let date = entry.header("Date").flatMap(HTTPDate.parse) ?? entry.storedAt
-        if let expires = entry.header("Expires") {
-            guard let expiry = HTTPDate.parse(expires) else { return 0 } // an invalid date is in the past
-            return max(0, expiry.timeIntervalSince(date))
-        }
-        if let lastModified = entry.header("Last-Modified").flatMap(HTTPDate.parse),
-           heuristicallyCacheable.contains(entry.statusCode) {
-            return max(0, date.timeIntervalSince(lastModified) / 10)
-        }
-        return 0
-    }
-
-    /// The current age: the age the response already had when stored (the larger of its
-    /// `Age` header and the time since its `Date`), plus the time since it was stored.
-    static func currentAge(of entry: CacheEntry, at now: Date) -> TimeInterval {
-        let ageHeader = entry.header("Age").flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) } ?? 0
-        let apparent = entry.header("Date").flatMap(HTTPDate.parse).map { max(0, entry.storedAt.timeIntervalSince($0)) } ?? 0
-        return max(ageHeader, apparent) + entry.age(at: now)
+        guard span.isFinite else { return nil }
+        return entry.storedAt.addingTimeInterval(Freshness.clamp(span))
     }
 }

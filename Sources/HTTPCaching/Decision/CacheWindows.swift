@@ -26,11 +26,19 @@ public struct CacheWindows: Sendable, Hashable, CustomStringConvertible {
         self.usable = usable
     }
 
+    /// Windows of whole seconds, for literals: `CacheWindows(fresh: 60, usable: 3600)`.
+    /// - Precondition: `0 <= fresh <= usable`.
+    public init(fresh: Int, usable: Int) {
+        precondition(fresh >= 0 && fresh <= usable, "invalid cache windows fresh=\(fresh) usable=\(usable): they must satisfy 0 <= fresh <= usable")
+        self.init(unchecked: TimeInterval(fresh), TimeInterval(usable))
+    }
+
     init(unchecked fresh: TimeInterval, _ usable: TimeInterval) {
         self.fresh = fresh
         self.usable = usable
     }
 
+    /// `fresh=N, usable=N`.
     public var description: String { "fresh=\(fresh), usable=\(usable)" }
 
     /// Parses the `fresh=N, usable=N` form used by the per-request header; nil if malformed.

@@ -8,37 +8,72 @@ import FoundationNetworking
 /// (`URLRequest.cachingPolicy`).
 ///
 /// A struct with static members rather than a public enum, so new policies can be added
-/// without breaking anyone who switches over them.
+/// without breaking anyone who switches over them. A policy of your own carries its rule
+/// (`CachingPolicy.custom(_:_:)`), so a configuration can never name a policy it cannot apply.
 public struct CachingPolicy: Sendable, Hashable, CustomStringConvertible {
     /// The policy's name, as the private request header and the demo's `--policy` spell it.
     public let name: String
+    /// The rule of a custom policy; nil for the built-in ones.
+    let rule: (any CachePolicyRule)?
 
-    /// A policy known by name: one of the built-in ones, or one registered in
-    /// `CacheConfiguration.customPolicies`.
-    public init(named name: String) { self.name = name }
+    private init(builtIn name: String) {
+        self.name = name
+        rule = nil
+    }
+
+    /// The built-in policy of that name (`two-tier`, `network-only`, `cache-first`,
+    /// `cache-only`, `http`); nil for any other name.
+    public init?(builtInNamed name: String) {
+        guard let policy = Self.builtIn.first(where: { $0.name == name }) else { return nil }
+        self = policy
+    }
+
+    /// A policy of your own: `rule` decides for every request that has a stored entry.
+    /// A request selects it by value (`request.cachingPolicy = policy`); list it in
+    /// `CacheConfiguration.customPolicies` so the cache can find it by name.
+    public static func custom(_ name: String, _ rule: any CachePolicyRule) -> CachingPolicy {
+        precondition(!builtIn.contains { $0.name == name }, "\(name) is the name of a built-in policy")
+        return CachingPolicy(name: name, rule: rule)
+    }
+
+    private init(name: String, rule: (any CachePolicyRule)?) {
+        self.name = name
+        self.rule = rule
+    }
+
+    /// A policy known only by name (read back from a request), to be resolved by a cache.
+    static func named(_ name: String) -> CachingPolicy {
+        CachingPolicy(name: name, rule: nil)
+    }
 
     /// The two windows: fresh (serve), usable (serve and refresh in the background), then
     /// fetch again. The default.
-    public static let twoTier = CachingPolicy(named: "two-tier")
+    public static let twoTier = CachingPolicy(builtIn: "two-tier")
     /// Never read or write the store: every request goes to the network.
-    public static let networkOnly = CachingPolicy(named: "network-only")
+    public static let networkOnly = CachingPolicy(builtIn: "network-only")
     /// Any stored entry, whatever its age, else the network.
-    public static let cacheFirst = CachingPolicy(named: "cache-first")
+    public static let cacheFirst = CachingPolicy(builtIn: "cache-first")
     /// Never touch the network: a stored entry whatever its age, else `CachingError.notCached`.
-    public static let cacheOnly = CachingPolicy(named: "cache-only")
+    public static let cacheOnly = CachingPolicy(builtIn: "cache-only")
     /// Freshness as the response states it, computed as a private cache does (RFC 9111 and
     /// RFC 5861's `stale-while-revalidate` and `stale-if-error`).
-    public static let httpSemantics = CachingPolicy(named: "http")
+    public static let httpSemantics = CachingPolicy(builtIn: "http")
 
     /// The built-in policies.
-    public static let builtIn: [CachingPolicy] = [.twoTier, .networkOnly, .cacheFirst, .cacheOnly, .httpSemantics]
+    static let builtIn: [CachingPolicy] = [.twoTier, .networkOnly, .cacheFirst, .cacheOnly, .httpSemantics]
 
+    /// The name.
     public var description: String { name }
+
+    /// Policies are equal when their names are.
+    public static func == (lhs: CachingPolicy, rhs: CachingPolicy) -> Bool { lhs.name == rhs.name }
+
+    /// Hashes the name.
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 }
 
-/// A policy you write: given a request and its stored entry, say what to do. Register it
-/// under a name in `CacheConfiguration.customPolicies` and select it with
-/// `CachingPolicy(named:)`.
+/// A policy you write: given a request and its stored entry, say what to do. Make a policy of
+/// it with `CachingPolicy.custom(_:_:)`.
 public protocol CachePolicyRule: Sendable {
     /// Decides for a request that has a stored entry (a request without one always goes to
     /// the network, unless the request says `only-if-cached`).

@@ -4,28 +4,25 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// What one installed protocol class serves: a cache, and the session that forwards its
-/// requests to the network with the caller's own settings.
+/// What one installed protocol class serves: a cache, the session that forwards its requests
+/// with the caller's own settings, and the caller's settings the protocol cannot see.
 ///
-/// A URLProtocol cannot see the session it serves (`task.session` is internal, and on Linux
-/// no session setting reaches the request but cookies), so each installation gets its own
+/// A URLProtocol cannot see the session it serves (`task.session` is internal, and on Linux no
+/// session setting reaches the request but cookies), so each installation gets its own
 /// protocol class, and the class finds its binding here.
 final class ProtocolBinding: Sendable {
     let cache: HTTPCache
-    /// The settings forwarded requests go out with, and the session made from them on first
-    /// use. Made lazily: creating any URLSession registers Foundation's built-in protocol
-    /// classes, which must not happen inside `protocolClass(for:)` before the user's own
-    /// `URLProtocol.registerClass` call, or the built-in HTTP class would answer first.
-    private let forwarding: Mutex<(configuration: URLSessionConfiguration, session: URLSession?)>
-    /// Where forwarded tasks are created: never synchronously on the URLSession work queue
-    /// that runs `startLoading` (that traps on Linux).
-    let queue = DispatchQueue(label: "HTTPCaching.forward", qos: .userInitiated, attributes: .concurrent)
+    let forwarding: ForwardingSession
     /// The session's `httpAdditionalHeaders`: they reach the network (added by Foundation's
-    /// HTTP class in the forwarding session) but not the request the cache sees, so `Vary`
-    /// and credential partitioning look here too.
+    /// HTTP class in the forwarding session) but not the request the cache sees, so keys,
+    /// `Vary` and credential partitions look here too.
     let sessionHeaders: [String: String]
-    /// Responses built for hits, reused while the entry, status and whole-second age match.
+    let keys: KeyDerivation
+    /// Responses built for hits, reused while the entry version and its disposition match.
     let builtResponses = BuiltResponses()
+    /// The caller's credential storage, for authentication challenges (the same object its
+    /// session uses).
+    let credentialStorage: UncheckedBox<URLCredentialStorage?>
 
     init(cache: HTTPCache, forwarding configuration: URLSessionConfiguration) {
         self.cache = cache
@@ -34,108 +31,59 @@ final class ProtocolBinding: Sendable {
             if let name = name as? String, let value = value as? String { headers[name] = value }
         }
         sessionHeaders = headers
-        let forwarding = configuration.copy() as! URLSessionConfiguration
-        forwarding.protocolClasses = (forwarding.protocolClasses ?? []).filter { !($0 is CachingURLProtocol.Type) }
-        forwarding.urlCache = nil
-        forwarding.requestCachePolicy = .reloadIgnoringLocalCacheData
-        self.forwarding = Mutex((forwarding, nil))
+        keys = KeyDerivation(configuration: cache.configuration, sessionHeaders: headers)
+        credentialStorage = UncheckedBox(configuration.urlCredentialStorage)
+        forwarding = ForwardingSession(configuration: configuration)
     }
 
-    /// Forwards requests; its protocol classes never include a caching class, so nothing
-    /// it sends can come back to the cache (the loop guard that works on Linux).
-    var session: URLSession {
-        forwarding.withLock { state in
-            if let session = state.session { return session }
-            let session = URLSession(configuration: state.configuration)
-            state.session = session
-            return session
-        }
+    /// The key of the entry stored under a request's URL, with this binding's session headers.
+    /// - Throws: what the store's `partitionSecret()` throws, for a credentialed request.
+    func key(for request: URLRequest) throws -> CacheKey {
+        try keys.key(for: request, headers: keys.headers(request), secret: cache.partitionSecret)
     }
+}
 
-    /// The request as it goes to the network: marked as handled, private headers removed,
-    /// made conditional on `validating`'s validators if given.
-    static func forwardingRequest(from request: URLRequest, validating entry: CacheEntry? = nil) -> URLRequest {
-        let mutable = (request as NSURLRequest).mutableCopy() as! NSMutableURLRequest
-        for name in HTTPCachingHeaders.allPrivate { mutable.setValue(nil, forHTTPHeaderField: name) }
-        if let entry {
-            for (name, value) in CacheDecision.conditionalHeaders(for: entry) { mutable.setValue(value, forHTTPHeaderField: name) }
-        }
-        URLProtocol.setProperty(true, forKey: CachingURLProtocol.handledKey, in: mutable)
-        return mutable as URLRequest
-    }
-
-    /// Sends a request through the forwarding session, off the caller's queue.
-    /// - Parameter started: called with the task before it resumes; returning false
-    ///   cancels it instead (the caller stopped meanwhile).
-    func fetch(_ request: URLRequest,
-               started: @escaping @Sendable (URLSessionDataTask) -> Bool = { _ in true },
-               completion: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) {
-        let session = self.session
-        queue.async {
-            let task = session.dataTask(with: request, completionHandler: completion)
-            if started(task) { task.resume() } else { task.cancel() }
-        }
-    }
-
-    /// Refreshes a stale entry in the background, at most once at a time per key: a
-    /// conditional request if the entry has a validator. Never touches the request's client:
-    /// the caller was already answered. On failure the stale entry is kept.
-    func refresh(_ key: CacheKey, request: URLRequest, headers: RequestHeaders, previous: CacheEntry) {
-        let cache = self.cache
-        guard cache.beginRefresh(key) else { return }
-        let url = request.url
-        let validating = CacheDecision.hasValidator(previous) ? previous : nil
-        fetch(Self.forwardingRequest(from: request, validating: validating)) { data, response, error in
-            defer { cache.endRefresh(key) }
-            guard error == nil, let http = response as? HTTPURLResponse else {
-                cache.emit(.refreshFailed(reason: error?.localizedDescription ?? "not an HTTP response"), key, url)
-                return
-            }
-            if http.statusCode == 304, validating != nil {
-                _ = cache.revalidate(previous, with: http)
-                cache.emit(.refreshed(bodyChanged: false), key, url)
-                return
-            }
-            let body = data ?? Data()
-            if cache.isStorable(http, for: request, headers: headers),
-               let stored = cache.record(http, body: body, for: request, headers: headers, key: key) {
-                cache.emit(.refreshed(bodyChanged: stored.body != previous.body), key, url)
-            } else {
-                cache.emit(.refreshFailed(reason: "status \(http.statusCode) not stored; stale entry kept"), key, url)
-            }
-        }
-    }
+/// A value that is not `Sendable` but that the code guards itself (set once, read after).
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
 
 /// Hit responses already built. Building an `HTTPURLResponse` is most of what a hit costs
 /// (Foundation does work per header), and one is immutable, so tasks may share it: a hit on
-/// the same entry, with the same status, in the same second of age gets the same object.
-final class BuiltResponses: @unchecked Sendable {
-    private struct Built {
+/// the same entry version with the same disposition and form gets the same object.
+final class BuiltResponses: Sendable {
+    private struct Key: Hashable {
+        let generation: UInt64
         let storedAt: Date
-        let status: CacheStatus
-        let age: Int
-        let response: HTTPURLResponse
+        let disposition: Disposition
+        let form: ServeForm
     }
 
-    private let lock = NSLock()
-    private var built: [CacheKey: Built] = [:]
+    private let built = Mutex<[Key: UncheckedBox<(HTTPURLResponse, Range<Int>)>]>([:])
     private let limit = 1024
 
-    func response(for entry: CacheEntry, status: CacheStatus, age: TimeInterval) -> HTTPURLResponse {
-        let seconds = Int(age)
-        lock.lock()
-        if let found = built[entry.key], found.storedAt == entry.storedAt, found.status == status, found.age == seconds {
-            lock.unlock()
-            return found.response
+    func response(for entry: CacheEntry, form: ServeForm, disposition: Disposition,
+                  cacheName: String) -> (response: HTTPURLResponse, body: Range<Int>) {
+        var rounded = disposition
+        rounded.age = disposition.age.map { Freshness.clamp($0).rounded(.down) }
+        rounded.ttl = disposition.ttl.map { $0.rounded(.down) }
+        let key = Key(generation: entry.generation, storedAt: entry.storedAt, disposition: rounded, form: form)
+        if let found = built.withLock({ $0[key] }) { return found.value }
+        let (head, body) = Answers.fromEntry(entry, form: form, disposition: rounded, cacheName: cacheName)
+        let response = HTTPURLResponse(head)
+        built.withLock { built in
+            if built.count >= limit { built.removeAll(keepingCapacity: true) }
+            built[key] = UncheckedBox((response, body))
         }
-        lock.unlock()
-        let response = CachingURLProtocol.response(for: entry, status: status, age: age)
-        lock.lock()
-        if built.count >= limit { built.removeAll(keepingCapacity: true) }
-        built[entry.key] = Built(storedAt: entry.storedAt, status: status, age: seconds, response: response)
-        lock.unlock()
-        return response
+        return (response, body)
+    }
+}
+
+extension HTTPURLResponse {
+    /// A response from a head the cache built.
+    convenience init(_ head: ResponseHead) {
+        self.init(url: head.url, statusCode: head.statusCode, httpVersion: "HTTP/1.1", headerFields: head.headers)!
     }
 }
 
@@ -152,9 +100,15 @@ enum SlotBit1<Rest: BindingSlot>: BindingSlot {}
 final class BoundCachingURLProtocol<Slot: BindingSlot>: CachingURLProtocol {}
 
 enum BindingRegistry {
+    private struct WeakBinding {
+        weak var binding: ProtocolBinding?
+    }
+
     private struct State {
         var next = 0
-        var bindings: [ObjectIdentifier: ProtocolBinding] = [:]
+        var bindings: [ObjectIdentifier: WeakBinding] = [:]
+        /// Bindings made by `protocolClass(for:)`, which live as long as the process.
+        var permanent: [ProtocolBinding] = []
     }
 
     private static let state = Mutex(State())
@@ -163,18 +117,27 @@ enum BindingRegistry {
     /// in `protocolClasses` by hand): the shared cache, forwarding with `.default` settings.
     static let defaultBinding = ProtocolBinding(cache: .shared, forwarding: .default)
 
-    /// Makes a new protocol class bound to `binding`.
-    static func makeClass(for binding: ProtocolBinding) -> CachingURLProtocol.Type {
+    /// Makes a new protocol class bound to `binding`. A permanent binding lives as long as the
+    /// process; otherwise the caller keeps it alive (an installation's carrier does).
+    static func makeClass(for binding: ProtocolBinding, permanent: Bool) -> CachingURLProtocol.Type {
         state.withLock { state in
             state.next += 1
             let type = classForSlot(SlotRoot.self, bits: state.next)
-            state.bindings[ObjectIdentifier(type)] = binding
+            state.bindings[ObjectIdentifier(type)] = WeakBinding(binding: binding)
+            if permanent { state.permanent.append(binding) }
             return type
         }
     }
 
-    static func binding(for type: AnyClass) -> ProtocolBinding {
-        state.withLock { $0.bindings[ObjectIdentifier(type)] } ?? defaultBinding
+    /// The binding of a protocol class; nil once an installation's binding is gone.
+    static func binding(for type: AnyClass) -> ProtocolBinding? {
+        if type == CachingURLProtocol.self { return defaultBinding }
+        return state.withLock { $0.bindings[ObjectIdentifier(type)]?.binding }
+    }
+
+    /// Forgets a class whose binding is gone.
+    static func forget(_ type: AnyClass) {
+        _ = state.withLock { $0.bindings.removeValue(forKey: ObjectIdentifier(type)) }
     }
 
     private static func classForSlot<S: BindingSlot>(_ slot: S.Type, bits: Int) -> CachingURLProtocol.Type {
@@ -182,4 +145,38 @@ enum BindingRegistry {
         return bits & 1 == 0 ? classForSlot(SlotBit0<S>.self, bits: bits >> 1)
                              : classForSlot(SlotBit1<S>.self, bits: bits >> 1)
     }
+}
+
+/// Keeps an installation's binding alive exactly as long as a configuration or a session made
+/// from it exists: it rides in their `urlCache` (which caching sets anyway), and answers
+/// nothing, so Foundation's own cache stays out of the way.
+final class InstallationCarrier: URLCache, @unchecked Sendable {
+    let binding: ProtocolBinding
+    let protocolClass: AnyClass
+
+    init(binding: ProtocolBinding, protocolClass: AnyClass) {
+        self.binding = binding
+        self.protocolClass = protocolClass
+        // A directory that exists, so Foundation creates none; the carrier never writes to it.
+        super.init(memoryCapacity: 0, diskCapacity: 0, diskPath: FileManager.default.temporaryDirectory.path)
+    }
+
+    deinit {
+        BindingRegistry.forget(protocolClass)
+    }
+
+    override func cachedResponse(for request: URLRequest) -> CachedURLResponse? { nil }
+    override func storeCachedResponse(_ cachedResponse: CachedURLResponse, for request: URLRequest) {}
+    override func storeCachedResponse(_ cachedResponse: CachedURLResponse, for dataTask: URLSessionDataTask) {}
+    /// Answers at once (Foundation's default hops to a background queue on every request).
+    override func getCachedResponse(for dataTask: URLSessionDataTask,
+                                    completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void) {
+        completionHandler(nil)
+    }
+    override func removeCachedResponse(for request: URLRequest) {}
+    override func removeCachedResponse(for dataTask: URLSessionDataTask) {}
+    override func removeAllCachedResponses() {}
+    override func removeCachedResponses(since date: Date) {}
+    override var currentMemoryUsage: Int { 0 }
+    override var currentDiskUsage: Int { 0 }
 }

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Freshness and age as a private cache computes them (RFC 9111 section 4.2).
+enum Freshness {
+    /// Statuses whose responses may be given a heuristic lifetime (RFC 9110 section 15.1).
+    static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// Where a lifetime came from, for `explain`.
+    enum Source: String, Sendable, Equatable {
+        case maxAge = "max-age"
+        case expires = "Expires"
+        case invalidExpires = "Expires (invalid: already expired)"
+        case heuristic = "10% of the time since Last-Modified"
+        case none = "no explicit lifetime"
+        case windows = "the fresh window"
+    }
+
+    /// The freshness lifetime: `max-age`, else `Expires` minus `Date`, else 10% of the time
+    /// since `Last-Modified` for heuristically cacheable statuses, else zero. `s-maxage` is
+    /// for shared caches and is ignored. An invalid `Expires` means already expired.
+    static func lifetime(of entry: CacheEntry) -> TimeInterval {
+        lifetimeAndSource(statusCode: entry.statusCode, header: entry.header, storedAt: entry.storedAt).lifetime
+    }
+
+    static func lifetimeAndSource(statusCode: Int, header: (String) -> String?, storedAt: Date)
+        -> (lifetime: TimeInterval, source: Source) {
+        let directives = CacheControl(header("Cache-Control"))
+        if let maxAge = directives.seconds("max-age") { return (maxAge, .maxAge) }
+        let date = header("Date").flatMap { HTTPDate.parse($0) } ?? storedAt
+        if let expires = header("Expires") {
+            guard let expiry = HTTPDate.parse(expires) else { return (0, .invalidExpires) }
+            return (clamp(expiry.timeIntervalSince(date)), .expires)
+        }
+        if let lastModified = header("Last-Modified").flatMap({ HTTPDate.parse($0) }),
+           heuristicallyCacheable.contains(statusCode) {
+            return (clamp(date.timeIntervalSince(lastModified) / 10), .heuristic)
+        }
+        return (0, .none)
+    }
+
+    /// Whether a response states its lifetime itself (`max-age` or `Expires`), or says
+    /// `public` or `private`: what makes any final status storable (RFC 9111 section 3).
+    static func isExplicitlyCacheable(header: (String) -> String?) -> Bool {
+        let directives = CacheControl(header("Cache-Control"))
+        return directives.has("max-age") || header("Expires") != nil || directives.has("public") || directives.has("private")
+    }
+
+    /// The current age: the age the response already had when stored (the larger of its
+    /// `Age` header and the time since its `Date`), plus the time since it was stored.
+    static func currentAge(of entry: CacheEntry, at now: Date) -> TimeInterval {
+        let ageHeader = HTTPFieldParsing.age(entry.header("Age")) ?? 0
+        let apparent = entry.header("Date").flatMap { HTTPDate.parse($0) }.map { clamp(entry.storedAt.timeIntervalSince($0)) } ?? 0
+        return clamp(max(ageHeader, apparent) + entry.age(at: now))
+    }
+
+    /// A duration made finite and within 0...2^31 seconds, as RFC 9111 section 1.2.2 asks of
+    /// every calculation that overflows.
+    static func clamp(_ seconds: TimeInterval) -> TimeInterval {
+        guard seconds.isFinite else { return seconds > 0 ? HTTPFieldParsing.maxDeltaSeconds : 0 }
+        return min(max(0, seconds), HTTPFieldParsing.maxDeltaSeconds)
+    }
+}

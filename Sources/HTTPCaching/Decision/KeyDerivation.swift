@@ -1,0 +1,195 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The request's header fields as they will reach the network: the request's own, else the
+/// session's `httpAdditionalHeaders` (which Foundation adds only later, in its HTTP class).
+struct RequestHeaders: Sendable {
+    let request: URLRequest
+    let session: [String: String]
+
+    init(_ request: URLRequest, session: [String: String] = [:]) {
+        self.request = request
+        self.session = session
+    }
+
+    func value(_ name: String) -> String? {
+        if let value = request.value(forHTTPHeaderField: name) { return value }
+        guard !session.isEmpty else { return nil }
+        return session[name] ?? session.first { $0.key.equalsIgnoringASCIICase(name) }?.value
+    }
+
+    /// Every field, the request's own winning over the session's of the same name.
+    var all: [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        let own = request.allHTTPHeaderFields ?? [:]
+        for (name, value) in own { fields.append((name, value)) }
+        for (name, value) in session where !own.keys.contains(where: { $0.equalsIgnoringASCIICase(name) }) {
+            fields.append((name, value))
+        }
+        return fields
+    }
+}
+
+/// Which request header fields partition entries by credentials: a request carrying any of
+/// them (from itself or from its session) is stored under a key of its own, holding a keyed
+/// hash of their values, so one user's response never answers another's request.
+public struct CredentialPartitioning: Sendable, Hashable {
+    /// Fields that partition wherever they come from, compared case-insensitively. The
+    /// default is `standardHeaders`.
+    public var headers: Set<String>
+    /// Whether every field the session adds (`httpAdditionalHeaders`) partitions too, except
+    /// `harmlessSessionHeaders`: a session made for one user often carries that user's
+    /// identity in a field no list can foresee. The default is true.
+    public var includesSessionHeaders: Bool
+    /// Session fields that never partition, because they say nothing about who asks. The
+    /// default is `standardHarmlessSessionHeaders`.
+    public var harmlessSessionHeaders: Set<String>
+
+    /// `Authorization`, `Proxy-Authorization`, `Cookie`, and the common API-key fields.
+    public static let standardHeaders: Set<String> = [
+        "Authorization", "Proxy-Authorization", "Cookie", "X-API-Key", "API-Key", "X-Auth-Token",
+        "X-Access-Token", "X-Amz-Security-Token", "X-Goog-Api-Key", "Ocp-Apim-Subscription-Key",
+    ]
+    /// `Accept`, `Accept-Charset`, `Accept-Encoding`, `Accept-Language`, `User-Agent`,
+    /// `Cache-Control`, `Pragma`, `DNT`, `Connection`.
+    public static let standardHarmlessSessionHeaders: Set<String> = [
+        "Accept", "Accept-Charset", "Accept-Encoding", "Accept-Language", "User-Agent",
+        "Cache-Control", "Pragma", "DNT", "Connection",
+    ]
+
+    /// Partitioning with the given parts; every argument has the default above.
+    public init(headers: Set<String> = CredentialPartitioning.standardHeaders, includesSessionHeaders: Bool = true,
+                harmlessSessionHeaders: Set<String> = CredentialPartitioning.standardHarmlessSessionHeaders) {
+        self.headers = headers
+        self.includesSessionHeaders = includesSessionHeaders
+        self.harmlessSessionHeaders = harmlessSessionHeaders
+    }
+
+    /// The standard partitioning.
+    public static let standard = CredentialPartitioning()
+
+    /// The fields of a request that partition it, lower-cased and sorted, plus the URL's
+    /// userinfo; empty when nothing does.
+    func inputs(_ headers: RequestHeaders) -> [(name: String, value: String)] {
+        let listed = Set(self.headers.map { $0.lowercased() })
+        let harmless = Set(harmlessSessionHeaders.map { $0.lowercased() })
+        let own = headers.request.allHTTPHeaderFields ?? [:]
+        var found: [String: String] = [:]
+        for (name, value) in own {
+            let lower = name.lowercased()
+            if listed.contains(lower) { found[lower] = value }
+        }
+        for (name, value) in headers.session {
+            let lower = name.lowercased()
+            guard found[lower] == nil, !own.keys.contains(where: { $0.equalsIgnoringASCIICase(name) }) else { continue }
+            if listed.contains(lower) || (includesSessionHeaders && !harmless.contains(lower)
+                                          && !HTTPCachingHeaders.allPrivate.contains(where: { $0.equalsIgnoringASCIICase(name) })) {
+                found[lower] = value
+            }
+        }
+        var inputs = found.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+        if let url = headers.request.url, let userinfo = CacheKey.userinfo(of: url) {
+            inputs.append((name: "@userinfo", value: userinfo))
+        }
+        return inputs
+    }
+}
+
+/// The one way a request becomes a key, used by the protocol and by every management call:
+/// normalization, the configuration's rewrite hook, the credential partition and the namespace.
+struct KeyDerivation: Sendable {
+    let configuration: CacheConfiguration
+    /// The session's `httpAdditionalHeaders`, which reach the network but not the request.
+    let sessionHeaders: [String: String]
+
+    func headers(_ request: URLRequest) -> RequestHeaders {
+        RequestHeaders(request, session: sessionHeaders)
+    }
+
+    /// Whether anything in the request partitions it by credentials.
+    func isCredentialed(_ headers: RequestHeaders) -> Bool {
+        !configuration.partitioning.inputs(headers).isEmpty
+    }
+
+    /// The key of the entry stored under the request's URL (no variant).
+    /// - Parameters:
+    ///   - method: the method the key is for; the default is the request's own (GET for HEAD).
+    ///   - secret: the store's partition secret, asked for only when the request has credentials.
+    /// - Throws: what `secret` throws.
+    func key(for request: URLRequest, headers: RequestHeaders, method: String? = nil,
+             secret: () throws -> [UInt8]) rethrows -> CacheKey {
+        var verb = (method ?? request.httpMethod ?? "GET").uppercased()
+        if verb == "HEAD" { verb = "GET" } // a HEAD is answered from the stored GET
+        var key = CacheKey(method: verb, url: request.url ?? URL(fileURLWithPath: "/"))
+        if let rewriter = configuration.keyRewriter { key = rewriter(key, request) }
+        key.variant = nil
+        key.namespace = configuration.namespace
+        let inputs = configuration.partitioning.inputs(headers)
+        if inputs.isEmpty {
+            key.partition = nil
+        } else {
+            var message: [UInt8] = []
+            for (name, value) in inputs {
+                message += Array(name.utf8) + [0] + Array(value.utf8) + [0]
+            }
+            let code = HMACSHA256.authenticationCode(key: try secret(), message: message)
+            key.partition = CredentialPartition(rawValue: SHA256.hex(code.prefix(16)))
+        }
+        return key
+    }
+
+    /// The key of the variant of `primary` that answers requests with these header values for
+    /// the fields a response's `Vary` names.
+    func variantKey(of primary: CacheKey, varyNames: [String], headers: RequestHeaders) -> CacheKey {
+        var key = primary
+        key.variant = Vary.variantName(names: varyNames, headers: headers)
+        return key
+    }
+}
+
+/// `Vary` (RFC 9110 section 12.5.5, RFC 9111 section 4.1): which request fields a response
+/// depends on, their values normalized so equivalent requests match.
+enum Vary {
+    /// The field names a `Vary` value lists, lower-cased; `*` kept.
+    static func names(_ value: String?) -> [String] {
+        HTTPFieldParsing.varyNames(value)
+    }
+
+    /// A request field's value as compared for `Vary`: list members trimmed; for the content
+    /// negotiation fields (`Accept-*`), lower-cased and sorted, so `en, fr` matches `FR,en`.
+    static func normalize(_ value: String, name: String) -> String {
+        let members = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if name.hasPrefix("accept") {
+            return members.map { $0.lowercased().replacingOccurrences(of: " ", with: "") }.sorted().joined(separator: ",")
+        }
+        return members.joined(separator: ",")
+    }
+
+    /// The request's values of the fields a response varies on, to store with the entry.
+    static func values(names: [String], headers: RequestHeaders) -> [String: String] {
+        var values: [String: String] = [:]
+        for name in names where name != "*" {
+            if let value = headers.value(name) { values[name] = normalize(value, name: name) }
+        }
+        return values
+    }
+
+    /// Whether a stored entry may answer a request, as far as `Vary` goes.
+    static func matches(_ entry: CacheEntry, _ headers: RequestHeaders) -> Bool {
+        let names = names(entry.header("Vary"))
+        if names.contains("*") { return false }
+        return names.allSatisfy { name in entry.varyValues[name] == headers.value(name).map { normalize($0, name: name) } }
+    }
+
+    /// A short name for one combination of values: a hash, so no value is stored in a key.
+    static func variantName(names: [String], headers: RequestHeaders) -> String {
+        let values = Self.values(names: names, headers: headers)
+        var text = ""
+        for name in names.sorted() where name != "*" {
+            text += name + "\u{0}" + (values[name] ?? "\u{1}") + "\u{0}"
+        }
+        return String(SHA256.hex(SHA256.hash(Array(text.utf8))).prefix(16))
+    }
+}

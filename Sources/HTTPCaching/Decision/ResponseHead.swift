@@ -1,0 +1,46 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A response's status and header fields, as the network sent them: what the decision and the
+/// transaction reason about, without Foundation's response type.
+struct ResponseHead: Sendable, Equatable {
+    var statusCode: Int
+    var headers: [String: String]
+    var url: URL
+
+    init(statusCode: Int, headers: [String: String], url: URL) {
+        self.statusCode = statusCode
+        self.headers = headers
+        self.url = url
+    }
+
+    init(_ response: HTTPURLResponse) {
+        self.init(statusCode: response.statusCode, headers: response.headerFields,
+                  url: response.url ?? URL(fileURLWithPath: "/"))
+    }
+
+    /// A header's value, the name compared case-insensitively.
+    func header(_ name: String) -> String? {
+        if let value = headers[name] { return value }
+        return headers.first { $0.key.equalsIgnoringASCIICase(name) }?.value
+    }
+
+    /// The announced body length, if any and valid.
+    var contentLength: Int? {
+        header("Content-Length").flatMap { HTTPFieldParsing.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) }
+            .map { Int($0) }
+    }
+}
+
+extension HTTPURLResponse {
+    /// The header fields as strings (Foundation types them `[AnyHashable: Any]`).
+    var headerFields: [String: String] {
+        var fields: [String: String] = [:]
+        for (name, value) in allHeaderFields {
+            if let name = name as? String, let value = value as? String { fields[name] = value }
+        }
+        return fields
+    }
+}

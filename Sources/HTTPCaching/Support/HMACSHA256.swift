@@ -1,0 +1,11 @@
+/// HMAC-SHA-256 (RFC 2104): keys credential partitions with a store's secret, so the
+/// credentials cannot be guessed back from a cache directory.
+enum HMACSHA256 {
+    /// The 32-byte authentication code of `message` under `key`.
+    static func authenticationCode(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var block = key.count > 64 ? SHA256.hash(key) : key
+        block += [UInt8](repeating: 0, count: 64 - block.count)
+        let inner = SHA256.hash(block.map { $0 ^ 0x36 } + message)
+        return SHA256.hash(block.map { $0 ^ 0x5c } + inner)
+    }
+}

@@ -169,8 +169,8 @@ extension LoopbackOrigin {
         /// How many responses have reached the gate so far, held or passed.
         public var arrivals: Int { state.read(\.arrivals) }
 
-        /// Waits until at least `count` responses have reached the gate (for a body gate: their
-        /// headers have been written).
+        /// Waits until at least `count` responses have reached the gate (for a head gate: nothing
+        /// of them has been written; for a body gate: their headers have been written).
         /// - Returns: false if `timeout` seconds passed first.
         public func reached(count: Int = 1, timeout: TimeInterval = 10) async -> Bool {
             await state.wait(timeout: timeout) { $0.arrivals >= count }

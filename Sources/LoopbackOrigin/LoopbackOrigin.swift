@@ -357,7 +357,10 @@ public final class LoopbackOrigin: @unchecked Sendable {
     /// another request.
     private func respond(_ response: Response, to request: Request, on fd: Int32) -> Next {
         if response.delay > 0 && !pause(response.delay) { return .close }
-        if let gate = response.headGate, !wait(at: gate) { return .close }
+        if let gate = response.headGate {
+            gate.arrive()
+            guard wait(at: gate) else { return .close }
+        }
         if let raw = response.raw {
             writeAll(fd, raw)
             return .close

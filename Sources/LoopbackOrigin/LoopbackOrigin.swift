@@ -9,8 +9,11 @@ import Darwin
 ///
 /// Used by the tests, the demo and the benchmarks. Each connection is served on its own
 /// thread and kept alive until the client closes it, so a handler may block (to delay or
-/// hold a response) without stalling other connections. The server counts every request
-/// it receives, per path and in total; `stop()` closes every socket.
+/// hold a response) without stalling other connections. The server counts and records every
+/// request it receives, per path. Beyond fixed responses it can stream a body the test writes
+/// (`BodyStream`), hold a response at a `Gate` the test opens, pace a body for benchmarks,
+/// answer Basic authentication challenges and redirects, and write raw bytes. `stop()` closes
+/// every socket, held and streaming ones included, and waits for every thread to end.
 public final class LoopbackOrigin: @unchecked Sendable {
     /// What a handler sees of a request.
     public struct Request: Sendable {
@@ -30,6 +33,12 @@ public final class LoopbackOrigin: @unchecked Sendable {
             let wanted = HTTPRequestParser.asciiLowercased(name)
             return headers.first { HTTPRequestParser.asciiLowercased($0.name) == wanted }?.value
         }
+
+        /// Every value of a header, one per line, in order, compared case-insensitively.
+        public func values(_ name: String) -> [String] {
+            let wanted = HTTPRequestParser.asciiLowercased(name)
+            return headers.filter { HTTPRequestParser.asciiLowercased($0.name) == wanted }.map(\.value)
+        }
     }
 
     /// A misbehaviour the origin can be told to commit instead of answering normally.
@@ -43,10 +52,14 @@ public final class LoopbackOrigin: @unchecked Sendable {
     }
 
     /// What a handler answers.
+    ///
+    /// Any status and any header lines may be sent, repeated names included (two `Expires`
+    /// lines, several `Set-Cookie`), in the order given. `Content-Length` is added unless
+    /// given, except for 1xx, 204 and 304 answers, which have no body.
     public struct Response: Sendable {
         /// The status code. The default is 200.
         public var status: Int
-        /// Header fields; Content-Length is added unless given.
+        /// Header fields, sent in this order; Content-Length is added unless given.
         public var headers: [(name: String, value: String)]
         /// The body.
         public var body: Data
@@ -54,6 +67,18 @@ public final class LoopbackOrigin: @unchecked Sendable {
         public var delay: TimeInterval
         /// A fault to commit instead of answering. The default is none.
         public var fault: Fault?
+        /// A body written by the test while the response is under way, instead of `body`. The
+        /// default is none.
+        public var stream: BodyStream?
+        /// A gate to wait at before sending anything. The default is none.
+        public var headGate: Gate?
+        /// A gate to wait at after the headers and before the body. The default is none.
+        public var bodyGate: Gate?
+        /// A rate to send `body` at. The default is all at once.
+        public var pace: Pace?
+        /// Exact bytes to write instead of a response built from the fields above, after which
+        /// the connection closes. The default is none.
+        public var raw: Data?
 
         /// A response with the given parts.
         public init(status: Int = 200, headers: [(name: String, value: String)] = [],
@@ -78,14 +103,21 @@ public final class LoopbackOrigin: @unchecked Sendable {
     /// The port the origin listens on.
     public let port: Int
 
+    /// How many requests per path `requests(for:)` keeps: the most recent ones.
+    public static let recordedRequestsPerPath = 1000
+
     private let listener: Int32
     private let lock = NSCondition()
     private var routes: [String: Handler] = [:]
     private var counts: [String: Int] = [:]
+    private var recorded: [String: [Request]] = [:]
     private var total = 0
     private var connections: Set<Int32> = []
     private var stopped = false
-    private let stopSignal = DispatchSemaphore(value: 0)
+    /// The origin's own threads (accept and connections) still running.
+    private var threads: Set<ObjectIdentifier> = []
+    /// Readable once `stop()` has run: every wait in a connection thread polls it.
+    private let stopPipe = WakePipe()
 
     /// Starts an origin listening on 127.0.0.1 at a port the system chooses.
     /// - Throws: `POSIXError` if the socket cannot be opened or bound.
@@ -118,9 +150,7 @@ public final class LoopbackOrigin: @unchecked Sendable {
         }
         listener = fd
         port = Int(UInt16(bigEndian: address.sin_port))
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "LoopbackOrigin.accept"
-        thread.start()
+        startThread(named: "LoopbackOrigin.accept") { [self] in acceptLoop() }
     }
 
     deinit { stop() }
@@ -155,6 +185,14 @@ public final class LoopbackOrigin: @unchecked Sendable {
         defer { lock.unlock() }
         guard let path else { return total }
         return counts[path, default: 0]
+    }
+
+    /// The requests a path (without query) received, oldest first, with their header fields
+    /// and bodies: the most recent `recordedRequestsPerPath` of them.
+    public func requests(for path: String) -> [Request] {
+        lock.lock()
+        defer { lock.unlock() }
+        return recorded[path] ?? []
     }
 
     /// Waits until a path (nil: any path) has received at least `count` requests.
@@ -204,21 +242,57 @@ public final class LoopbackOrigin: @unchecked Sendable {
         }
     }
 
-    /// Stops listening and closes every open connection. Safe to call twice.
+    /// How many of the origin's threads (the accept thread and one per connection) are running.
+    /// Zero once `stop()` has returned.
+    public var runningThreads: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return threads.count
+    }
+
+    /// Stops listening, closes every open connection (held, streaming and paced ones
+    /// included) and waits, up to 5 seconds, until every thread of the origin has ended.
+    /// Safe to call twice, and from a handler (which then does not wait for its own thread).
     public func stop() {
         lock.lock()
-        guard !stopped else { lock.unlock(); return }
+        let first = !stopped
         stopped = true
         let open = connections
         lock.unlock()
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
-        // Wake every handler that is delaying an answer.
-        for _ in 0..<1024 { stopSignal.signal() }
+        if first {
+            stopPipe.signal() // never drained: every later poll sees it
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+            for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+        let me = ObjectIdentifier(Thread.current)
+        let deadline = Date(timeIntervalSinceNow: 5)
+        lock.lock()
+        while !threads.subtracting([me]).isEmpty {
+            if !lock.wait(until: deadline) { break }
+        }
+        lock.unlock()
     }
 
     // MARK: - Serving
+
+    /// Starts one of the origin's threads, tracked so `stop()` can wait for it.
+    private func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread { [self] in
+            defer {
+                lock.lock()
+                threads.remove(ObjectIdentifier(Thread.current))
+                lock.broadcast()
+                lock.unlock()
+            }
+            body()
+        }
+        thread.name = name
+        lock.lock()
+        threads.insert(ObjectIdentifier(thread))
+        lock.unlock()
+        thread.start()
+    }
 
     private func acceptLoop() {
         while true {
@@ -233,10 +307,14 @@ public final class LoopbackOrigin: @unchecked Sendable {
             lock.unlock()
             var yes: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
-            let thread = Thread { [self] in serve(fd) }
-            thread.name = "LoopbackOrigin.connection"
-            thread.start()
+            startThread(named: "LoopbackOrigin.connection") { [self] in serve(fd) }
         }
+    }
+
+    /// What to do with a connection once a response has been written.
+    private enum Next {
+        case keepAlive
+        case close
     }
 
     private func serve(_ fd: Int32) {
@@ -264,58 +342,213 @@ public final class LoopbackOrigin: @unchecked Sendable {
             total += 1
             let hit = counts[request.path, default: 0] + 1
             counts[request.path] = hit
+            recorded[request.path, default: []].append(request)
+            if recorded[request.path]!.count > Self.recordedRequestsPerPath { recorded[request.path]!.removeFirst() }
             let handler = routes[request.path]
             lock.broadcast()
             lock.unlock()
 
             let response = handler?(request, hit) ?? Response(status: 404, text: "no route for \(request.path)\n")
-            if response.delay > 0 {
-                if stopSignal.wait(timeout: .now() + response.delay) == .success { return }
-            }
-            switch response.fault {
-            case .reset?:
-                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-                return
-            case .hang?:
-                // Hold the connection until the client (or stop()) closes it.
-                var byte: UInt8 = 0
-                while recv(fd, &byte, 1, 0) > 0 {}
-                return
-            case .truncate?:
-                let whole = Self.serialize(response)
-                writeAll(fd, whole.prefix(whole.count - max(1, response.body.count / 2)))
-                return
-            case nil:
-                guard writeAll(fd, Self.serialize(response, method: request.method)) else { return }
-                if parsed.closeAfter { return }
-            }
+            guard respond(response, to: request, on: fd) == .keepAlive, !parsed.closeAfter else { return }
         }
     }
 
-    static func serialize(_ response: Response, method: String = "GET") -> Data {
+    /// Writes one response (or commits its fault); says whether the connection may serve
+    /// another request.
+    private func respond(_ response: Response, to request: Request, on fd: Int32) -> Next {
+        if response.delay > 0 && !pause(response.delay) { return .close }
+        if let gate = response.headGate {
+            gate.arrive()
+            guard wait(at: gate) else { return .close }
+        }
+        if let raw = response.raw {
+            writeAll(fd, raw)
+            return .close
+        }
+        switch response.fault {
+        case .reset?:
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            return .close
+        case .hang?:
+            // Hold the connection until the client (or stop()) closes it.
+            var byte: UInt8 = 0
+            while recv(fd, &byte, 1, 0) > 0 {}
+            return .close
+        case .truncate?:
+            let whole = Self.serialize(response)
+            writeAll(fd, whole.prefix(whole.count - max(1, response.body.count / 2)))
+            return .close
+        case nil:
+            break
+        }
+        let hasBody = request.method != "HEAD" && Self.statusHasBody(response.status)
+        if let stream = response.stream {
+            return respond(response, streaming: stream, hasBody: hasBody, on: fd)
+        }
+        guard writeAll(fd, Self.head(response, framing: .length(response.body.count))) else { return .close }
+        if let gate = response.bodyGate {
+            gate.arrive()
+            guard wait(at: gate) else { return .close }
+        }
+        guard hasBody else { return .keepAlive }
+        if let pace = response.pace {
+            return sendPaced(response.body, pace: pace, on: fd) ? .keepAlive : .close
+        }
+        return writeAll(fd, response.body) ? .keepAlive : .close
+    }
+
+    /// Sends a streamed body as the test writes it, until it finishes, the client leaves or
+    /// the origin stops.
+    private func respond(_ response: Response, streaming stream: BodyStream, hasBody: Bool, on fd: Int32) -> Next {
+        guard stream.attach() else {
+            writeAll(fd, Self.serialize(Response(status: 500, headers: [("Connection", "close")],
+                                                 text: "this BodyStream already served a response\n")))
+            return .close
+        }
+        let framing: Framing = switch stream.framing {
+        case .chunked: .chunked
+        case .contentLength(let length): .length(length)
+        case .untilClose: .untilClose
+        }
+        func end(_ ending: BodyStream.Ending) { stream.state.update { if $0.ending == nil { $0.ending = ending } } }
+        guard writeAll(fd, Self.head(response, framing: framing)) else { end(.clientClosed); return .close }
+        stream.state.update { $0.headersSent = true }
+        if let gate = response.bodyGate {
+            gate.arrive()
+            guard wait(at: gate) else { end(.originStopped); return .close }
+        }
+        while true {
+            let (chunks, finish) = stream.take()
+            for chunk in chunks where hasBody {
+                var bytes = Data()
+                if framing == .chunked { bytes.append(Data((String(chunk.count, radix: 16) + "\r\n").utf8)) }
+                bytes.append(chunk)
+                if framing == .chunked { bytes.append(Data("\r\n".utf8)) }
+                guard writeAll(fd, bytes) else { end(.clientClosed); return .close }
+                stream.state.update { $0.bytesSent += chunk.count }
+            }
+            if !hasBody { stream.state.update { $0.bytesSent = $0.bytesWritten } }
+            if finish {
+                var next = Next.keepAlive
+                switch stream.framing {
+                case .chunked:
+                    if hasBody && !writeAll(fd, Data("0\r\n\r\n".utf8)) { end(.clientClosed); return .close }
+                case .contentLength(let length):
+                    if hasBody && stream.bytesSent != length { next = .close }
+                case .untilClose:
+                    next = .close
+                }
+                end(.finished)
+                return next
+            }
+            #if os(Linux)
+            let hangUp: Int32 = 0x2000 // POLLRDHUP: the peer closed; Glibc's module does not export it
+            #else
+            let hangUp = Int32(POLLIN)
+            #endif
+            let ready = pollReady([(stopPipe.readEnd, Int32(POLLIN)), (stream.wake.readEnd, Int32(POLLIN)), (fd, hangUp)],
+                                  timeout: nil)
+            if ready[0] != 0 { end(.originStopped); return .close }
+            if ready[2] != 0 { end(.clientClosed); return .close }
+        }
+    }
+
+    /// Sends a body in chunks at a rate, measured from the first byte so pauses do not drift.
+    /// - Returns: false if the client left or the origin stopped.
+    private func sendPaced(_ body: Data, pace: Pace, on fd: Int32) -> Bool {
+        let start = Date()
+        var offset = 0
+        while offset < body.count {
+            let due = start.addingTimeInterval(Double(offset) / Double(pace.bytesPerSecond))
+            let wait = due.timeIntervalSinceNow
+            if wait > 0 && !pause(wait) { return false }
+            let end = min(body.count, offset + pace.chunkSize)
+            guard writeAll(fd, body[(body.startIndex + offset)..<(body.startIndex + end)]) else { return false }
+            offset = end
+        }
+        return true
+    }
+
+    /// Waits `seconds` inside the origin (for delays and pacing).
+    /// - Returns: false if the origin stopped meanwhile.
+    private func pause(_ seconds: TimeInterval) -> Bool {
+        pollReady([(stopPipe.readEnd, Int32(POLLIN))], timeout: seconds)[0] == 0
+    }
+
+    /// Waits until a gate opens.
+    /// - Returns: false if the origin stopped first.
+    private func wait(at gate: Gate) -> Bool {
+        while !gate.isOpen {
+            let ready = pollReady([(stopPipe.readEnd, Int32(POLLIN)), (gate.wake.readEnd, Int32(POLLIN))], timeout: nil)
+            if ready[0] != 0 { return false }
+        }
+        return true
+    }
+
+    // MARK: - Writing
+
+    /// How a response's body is delimited.
+    enum Framing: Equatable {
+        /// `Content-Length` (added unless given), for this many bytes.
+        case length(Int)
+        /// `Transfer-Encoding: chunked` (added unless a Transfer-Encoding is given).
+        case chunked
+        /// No length; `Connection: close` (added unless a Connection field is given).
+        case untilClose
+    }
+
+    /// Whether a status may carry a body: not 1xx, 204 or 304 (RFC 9110 §6.4.1).
+    static func statusHasBody(_ status: Int) -> Bool {
+        !(100...199).contains(status) && status != 204 && status != 304
+    }
+
+    /// The status line and header section of a response, with the framing field added unless
+    /// the response gives its own (or its status has no body).
+    static func head(_ response: Response, framing: Framing) -> Data {
         var head = "HTTP/1.1 \(response.status) \(reasonPhrase(response.status))\r\n"
-        var hasLength = false
+        var given: Set<String> = []
         for (name, value) in response.headers {
-            if HTTPRequestParser.asciiLowercased(name) == "content-length" { hasLength = true }
+            given.insert(HTTPRequestParser.asciiLowercased(name))
             head += "\(name): \(value)\r\n"
         }
-        if !hasLength { head += "Content-Length: \(response.body.count)\r\n" }
+        if statusHasBody(response.status) {
+            switch framing {
+            case .length(let length):
+                if !given.contains("content-length") { head += "Content-Length: \(length)\r\n" }
+            case .chunked:
+                if !given.contains("transfer-encoding") { head += "Transfer-Encoding: chunked\r\n" }
+            case .untilClose:
+                if !given.contains("connection") { head += "Connection: close\r\n" }
+            }
+        }
         head += "\r\n"
-        var data = Data(head.utf8)
-        if method != "HEAD" && response.status != 204 && response.status != 304 { data.append(response.body) }
+        return Data(head.utf8)
+    }
+
+    /// A whole fixed response: head and, unless the method or status has none, body.
+    static func serialize(_ response: Response, method: String = "GET") -> Data {
+        var data = head(response, framing: .length(response.body.count))
+        if method != "HEAD" && statusHasBody(response.status) { data.append(response.body) }
         return data
     }
 
     static func reasonPhrase(_ status: Int) -> String {
         switch status {
         case 200: "OK"
+        case 201: "Created"
         case 203: "Non-Authoritative Information"
         case 204: "No Content"
+        case 206: "Partial Content"
         case 301: "Moved Permanently"
         case 302: "Found"
+        case 303: "See Other"
         case 304: "Not Modified"
+        case 307: "Temporary Redirect"
+        case 308: "Permanent Redirect"
         case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
         case 404: "Not Found"
         case 410: "Gone"
         case 500: "Internal Server Error"

@@ -385,7 +385,13 @@ enum CacheDecision {
         if mustRevalidate { return .revalidate }
         if age < staleLimit { return .stale }
         if directives.has("max-stale") {
-            let extra = directives.seconds("max-stale") ?? .infinity
+            // A bare max-stale accepts any staleness; a malformed one, none.
+            let extra: TimeInterval
+            switch directives.delta("max-stale") {
+            case .seconds(let seconds): extra = seconds
+            case .bare: extra = .infinity
+            case .invalid, .absent: extra = 0
+            }
             let cap = directives.seconds("max-age") ?? .infinity
             if age < lifetime + extra && age <= cap { return .stale }
         }

@@ -10,6 +10,7 @@ enum Freshness {
         case maxAge = "max-age"
         case expires = "Expires"
         case invalidExpires = "Expires (invalid: already expired)"
+        case invalidMaxAge = "max-age (invalid: stale)"
         case heuristic = "10% of the time since Last-Modified"
         case none = "no explicit lifetime"
         case windows = "the fresh window"
@@ -22,16 +23,23 @@ enum Freshness {
         lifetimeAndSource(statusCode: entry.statusCode, header: entry.header, storedAt: entry.storedAt).lifetime
     }
 
+    /// - Parameter storedAt: when the response arrived; two-digit RFC 850 years are read
+    ///   against it, so the result never depends on the wall clock.
     static func lifetimeAndSource(statusCode: Int, header: (String) -> String?, storedAt: Date)
         -> (lifetime: TimeInterval, source: Source) {
         let directives = CacheControl(header("Cache-Control"))
-        if let maxAge = directives.seconds("max-age") { return (maxAge, .maxAge) }
-        let date = header("Date").flatMap { HTTPDate.parse($0) } ?? storedAt
-        if let expires = header("Expires") {
-            guard let expiry = HTTPDate.parse(expires) else { return (0, .invalidExpires) }
-            return (clamp(expiry.timeIntervalSince(date)), .expires)
+        switch directives.delta("max-age") {
+        case .seconds(let maxAge): return (maxAge, .maxAge)
+        case .bare, .invalid: return (0, .invalidMaxAge) // RFC 9111 section 4.2.1: treat as stale
+        case .absent: break
         }
-        if let lastModified = header("Last-Modified").flatMap({ HTTPDate.parse($0) }),
+        let date = header("Date").flatMap { HTTPDate.parse($0, now: storedAt) } ?? storedAt
+        switch HTTPFieldParsing.expires(header("Expires"), now: storedAt) {
+        case .date(let expiry): return (clamp(expiry.timeIntervalSince(date)), .expires)
+        case .invalid: return (0, .invalidExpires) // RFC 9111 section 5.3: already expired
+        case .absent: break
+        }
+        if let lastModified = header("Last-Modified").flatMap({ HTTPDate.parse($0, now: storedAt) }),
            heuristicallyCacheable.contains(statusCode) {
             return (clamp(date.timeIntervalSince(lastModified) / 10), .heuristic)
         }
@@ -49,7 +57,8 @@ enum Freshness {
     /// `Age` header and the time since its `Date`), plus the time since it was stored.
     static func currentAge(of entry: CacheEntry, at now: Date) -> TimeInterval {
         let ageHeader = HTTPFieldParsing.age(entry.header("Age")) ?? 0
-        let apparent = entry.header("Date").flatMap { HTTPDate.parse($0) }.map { clamp(entry.storedAt.timeIntervalSince($0)) } ?? 0
+        let apparent = entry.header("Date").flatMap { HTTPDate.parse($0, now: entry.storedAt) }
+            .map { clamp(entry.storedAt.timeIntervalSince($0)) } ?? 0
         return clamp(max(ageHeader, apparent) + entry.age(at: now))
     }
 

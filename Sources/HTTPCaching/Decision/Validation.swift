@@ -25,8 +25,8 @@ enum Validation {
             return !stored.hasPrefix("W/") && etag == stored
         }
         if let lastModified = notModified.header("Last-Modified") {
-            return entry.header("Last-Modified").flatMap { HTTPDate.parse($0) } == HTTPDate.parse(lastModified)
-                && HTTPDate.parse(lastModified) != nil
+            guard let date = HTTPDate.parse(lastModified, now: entry.storedAt) else { return false }
+            return entry.header("Last-Modified").flatMap { HTTPDate.parse($0, now: entry.storedAt) } == date
         }
         return true
     }

@@ -1,0 +1,372 @@
+import Foundation
+
+// The disk store's index: what it knows of each entry without reading it (key, size,
+// stored-at, status, useful-until, generation, order of use), kept in memory and in the
+// shared journal `index.log`, one checksummed line per change.
+
+/// The name of an entry's file: a 128-bit hash of the key's storage string (two independent
+/// 64-bit hashes, XXH3 and XXH64), as 32 hex digits. Not cryptographic and not needed to be:
+/// the file holds the full key, compared on every read.
+struct EntryName: Hashable, Sendable, Comparable {
+    let high: UInt64
+    let low: UInt64
+
+    init(_ key: CacheKey) {
+        self.init(storageBytes: Self.storageBytes(of: key))
+    }
+
+    /// The name of the key whose `CacheKey.storageString` is `bytes`.
+    init(storageBytes bytes: [UInt8]) {
+        (high, low) = bytes.withUnsafeBytes { raw in
+            (XXH3.hash(raw), XXH64.hash(raw, seed: 0x9E37_79B9_7F4A_7C15))
+        }
+    }
+
+    /// The UTF-8 of `key.storageString`, built without string interpolation (on every read's
+    /// path); the tests pin the two to each other.
+    static func storageBytes(of key: CacheKey) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(key.url.utf8.count + key.method.utf8.count + key.namespace.utf8.count + 24
+                            + (key.partition?.rawValue.utf8.count ?? 0) + (key.variant?.utf8.count ?? 0))
+        out += "k1|".utf8
+        for part in [key.namespace, key.method, key.url] { appendPart(&out, part) }
+        appendPart(&out, key.partition?.rawValue ?? "")
+        appendPart(&out, key.variant ?? "")
+        return out
+    }
+
+    private static func appendPart(_ out: inout [UInt8], _ part: String) {
+        appendDecimal(&out, part.utf8.count)
+        out.append(UInt8(ascii: ":"))
+        out += part.utf8
+    }
+
+    private static func appendDecimal(_ out: inout [UInt8], _ value: Int) {
+        if value >= 10 { appendDecimal(&out, value / 10) }
+        out.append(UInt8(ascii: "0") + UInt8(value % 10))
+    }
+
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// The name in 32 lower-case hex digits; nil for anything else.
+    init?<Bytes: Collection>(hex: Bytes) where Bytes.Element == UInt8 {
+        guard hex.count == 32, let high = Journal.hex64(hex.prefix(16)), let low = Journal.hex64(hex.dropFirst(16)) else {
+            return nil
+        }
+        self.init(high: high, low: low)
+    }
+
+    /// 32 lower-case hex digits.
+    var hex: String {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(32)
+        Journal.appendHex(&bytes, high)
+        Journal.appendHex(&bytes, low)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The entry file's name.
+    var fileName: String { hex + ".entry" }
+
+    static func < (lhs: EntryName, rhs: EntryName) -> Bool { (lhs.high, lhs.low) < (rhs.high, rhs.low) }
+}
+
+/// What the index knows of one entry.
+struct IndexEntry: Equatable, Sendable {
+    var key: CacheKey
+    var size: Int
+    var storedAt: Date
+    var statusCode: Int
+    var usefulUntil: Date?
+    var generation: UInt64
+    /// The index's clock at the entry's last use: larger is more recent.
+    var access: UInt64 = 0
+
+    init(key: CacheKey, size: Int, storedAt: Date, statusCode: Int, usefulUntil: Date?, generation: UInt64) {
+        self.key = key
+        self.size = size
+        self.storedAt = storedAt
+        self.statusCode = statusCode
+        self.usefulUntil = usefulUntil
+        self.generation = generation
+    }
+
+    init(_ entry: CacheEntry) {
+        self.init(key: entry.key, size: entry.byteCount, storedAt: entry.storedAt, statusCode: entry.statusCode,
+                  usefulUntil: entry.usefulUntil, generation: entry.generation)
+    }
+
+    var info: StoredEntryInfo {
+        StoredEntryInfo(key: key, byteCount: size, storedAt: storedAt, statusCode: statusCode, usefulUntil: usefulUntil)
+    }
+}
+
+/// One change to the index: a line of `index.log`.
+enum JournalRecord: Equatable, Sendable {
+    /// An entry was stored (or replaced).
+    case put(EntryName, IndexEntry)
+    /// An entry was removed or evicted.
+    case remove(EntryName)
+    /// An entry was used (least-recently-used order).
+    case access(EntryName)
+    /// Every entry was removed.
+    case clear
+}
+
+/// The entries, their total size and their order of use. Replaying the journal in order
+/// gives every process the same index; records are applied whatever their origin, so a
+/// process also replays its own.
+struct Index: Sendable {
+    private(set) var entries: [EntryName: IndexEntry] = [:]
+    /// The sum of the sizes, saturating (a damaged journal cannot make it trap).
+    private(set) var bytes = 0
+    /// Advances with every put and use; `IndexEntry.access` takes its value.
+    private(set) var clock: UInt64 = 0
+
+    var count: Int { entries.count }
+
+    subscript(name: EntryName) -> IndexEntry? { entries[name] }
+
+    mutating func put(_ name: EntryName, _ entry: IndexEntry) {
+        var entry = entry
+        clock &+= 1
+        entry.access = clock
+        if let old = entries.updateValue(entry, forKey: name) { bytes = max(0, bytes &- old.size) }
+        bytes = bytes.addingReportingOverflow(entry.size).overflow ? Int.max : bytes + entry.size
+    }
+
+    @discardableResult
+    mutating func remove(_ name: EntryName) -> IndexEntry? {
+        guard let old = entries.removeValue(forKey: name) else { return nil }
+        bytes = entries.isEmpty ? 0 : max(0, bytes &- old.size)
+        return old
+    }
+
+    /// Makes an entry the most recently used; false if it is not known.
+    @discardableResult
+    mutating func touch(_ name: EntryName) -> Bool {
+        guard entries[name] != nil else { return false }
+        clock &+= 1
+        entries[name]!.access = clock
+        return true
+    }
+
+    mutating func clear() {
+        entries.removeAll()
+        bytes = 0
+    }
+
+    mutating func apply(_ record: JournalRecord) {
+        switch record {
+        case .put(let name, let entry): put(name, entry)
+        case .remove(let name): remove(name)
+        case .access(let name): touch(name)
+        case .clear: clear()
+        }
+    }
+
+    /// Applies every complete line of `bytes` (a damaged line is skipped).
+    /// - Returns: the bytes consumed (through the last newline: a torn last line waits for
+    ///   its end), and how many lines were read and how many of them skipped.
+    @discardableResult
+    mutating func replay(_ bytes: UnsafeRawBufferPointer) -> (consumed: Int, lines: Int, skipped: Int) {
+        var lines = 0, skipped = 0
+        let consumed = Journal.forEachLine(bytes) { line in
+            lines += 1
+            if let record = Journal.parse(line) { apply(record) } else { skipped += 1 }
+        }
+        return (consumed, lines, skipped)
+    }
+
+    /// The names in least-recently-used order, with the entries.
+    func leastRecentFirst() -> [(name: EntryName, entry: IndexEntry)] {
+        entries.map { (name: $0.key, entry: $0.value) }.sorted { $0.entry.access < $1.entry.access }
+    }
+}
+
+/// The text form of `JournalRecord`s. Each line is its fields separated by spaces, then a
+/// space and the XXH3 of everything before it (16 hex digits):
+///
+///     P <name> <size> <storedAt> <status> <usefulUntil|-> <generation> <key> <check>
+///     R <name> <check>
+///     A <name> <check>
+///     C <check>
+///
+/// Names are 32 hex digits; sizes and statuses decimal; dates (seconds since 2001, as a
+/// Double's bit pattern), generations and checks 16 hex digits; the key is its storage
+/// string with `%`, spaces and control bytes escaped as `%XX`. Every number is parsed as a
+/// bounded non-negative integer: an out-of-range, damaged or unknown line is skipped.
+enum Journal {
+    /// The largest entry size a line may give (1 TiB): anything larger is damage.
+    static let maxSize = 1 << 40
+    /// The largest status code a line may give.
+    static let maxStatus = 999_999
+
+    static func line(_ record: JournalRecord) -> [UInt8] {
+        var out = [UInt8]()
+        switch record {
+        case .put(let name, let entry):
+            out.reserveCapacity(160 + entry.key.url.utf8.count)
+            out.append(UInt8(ascii: "P"))
+            field(&out) { appendHex(&$0, name.high); appendHex(&$0, name.low) }
+            field(&out) { $0 += String(entry.size).utf8 }
+            field(&out) { appendHex(&$0, entry.storedAt.timeIntervalSinceReferenceDate.bitPattern) }
+            field(&out) { $0 += String(entry.statusCode).utf8 }
+            field(&out) { out in
+                if let usefulUntil = entry.usefulUntil {
+                    appendHex(&out, usefulUntil.timeIntervalSinceReferenceDate.bitPattern)
+                } else {
+                    out.append(UInt8(ascii: "-"))
+                }
+            }
+            field(&out) { appendHex(&$0, entry.generation) }
+            field(&out) { escape(&$0, entry.key.storageString) }
+        case .remove(let name):
+            out.append(UInt8(ascii: "R"))
+            field(&out) { appendHex(&$0, name.high); appendHex(&$0, name.low) }
+        case .access(let name):
+            out.append(UInt8(ascii: "A"))
+            field(&out) { appendHex(&$0, name.high); appendHex(&$0, name.low) }
+        case .clear:
+            out.append(UInt8(ascii: "C"))
+        }
+        let check = out.withUnsafeBytes { XXH3.hash($0) }
+        field(&out) { appendHex(&$0, check) }
+        out.append(UInt8(ascii: "\n"))
+        return out
+    }
+
+    /// The record of one line (without its newline); nil for a damaged or unknown line.
+    static func parse(_ line: UnsafeRawBufferPointer) -> JournalRecord? {
+        guard line.count >= 18, line[line.count - 17] == UInt8(ascii: " "),
+              let check = hex64(UnsafeRawBufferPointer(rebasing: line[(line.count - 16)...])) else { return nil }
+        let body = UnsafeRawBufferPointer(rebasing: line[0..<(line.count - 17)])
+        guard XXH3.hash(body) == check else { return nil }
+        let fields = body.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard let kind = fields.first, kind.count == 1 else { return nil }
+        switch (kind.first, fields.count) {
+        case (UInt8(ascii: "P"), 8):
+            guard let name = EntryName(hex: fields[1]),
+                  let size = decimal(fields[2], max: maxSize),
+                  let storedAt = date(fields[3]),
+                  let status = decimal(fields[4], max: maxStatus),
+                  let generation = hex64(fields[6]),
+                  let text = unescape(fields[7]), let key = CacheKey(storageString: text),
+                  EntryName(key) == name else { return nil }
+            var usefulUntil: Date?
+            if !(fields[5].count == 1 && fields[5].first == UInt8(ascii: "-")) {
+                guard let date = date(fields[5]) else { return nil }
+                usefulUntil = date
+            }
+            return .put(name, IndexEntry(key: key, size: size, storedAt: storedAt, statusCode: status,
+                                         usefulUntil: usefulUntil, generation: generation))
+        case (UInt8(ascii: "R"), 2):
+            return EntryName(hex: fields[1]).map(JournalRecord.remove)
+        case (UInt8(ascii: "A"), 2):
+            return EntryName(hex: fields[1]).map(JournalRecord.access)
+        case (UInt8(ascii: "C"), 1):
+            return .clear
+        default:
+            return nil
+        }
+    }
+
+    /// Calls `body` with each complete line (without its newline).
+    /// - Returns: the bytes through the last newline.
+    static func forEachLine(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) -> Int {
+        var start = 0
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "\n") {
+                body(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
+                start = index + 1
+            }
+            index += 1
+        }
+        return start
+    }
+
+    // MARK: - Fields
+
+    private static func field(_ out: inout [UInt8], _ write: (inout [UInt8]) -> Void) {
+        out.append(UInt8(ascii: " "))
+        write(&out)
+    }
+
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func appendHex(_ out: inout [UInt8], _ value: UInt64) {
+        for shift in stride(from: 60, through: 0, by: -4) {
+            out.append(digits[Int((value >> UInt64(shift)) & 15)])
+        }
+    }
+
+    /// Exactly 16 lower-case hex digits; nil otherwise.
+    static func hex64<Bytes: Collection>(_ field: Bytes) -> UInt64? where Bytes.Element == UInt8 {
+        guard field.count == 16 else { return nil }
+        var value: UInt64 = 0
+        for byte in field {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            value = value << 4 | UInt64(digit)
+        }
+        return value
+    }
+
+    /// A decimal number from 0 through `max`, at most 18 digits; nil otherwise (never traps).
+    static func decimal<Bytes: Collection>(_ field: Bytes, max: Int) -> Int? where Bytes.Element == UInt8 {
+        guard !field.isEmpty, field.count <= 18 else { return nil }
+        var value = 0
+        for byte in field {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0")) // 18 digits cannot overflow
+        }
+        return value <= max ? value : nil
+    }
+
+    /// A finite date from a Double's bit pattern in hex.
+    private static func date<Bytes: Collection>(_ field: Bytes) -> Date? where Bytes.Element == UInt8 {
+        guard let bits = hex64(field) else { return nil }
+        let seconds = Double(bitPattern: bits)
+        return seconds.isFinite ? Date(timeIntervalSinceReferenceDate: seconds) : nil
+    }
+
+    private static func escape(_ out: inout [UInt8], _ text: String) {
+        for byte in text.utf8 {
+            if byte <= 0x20 || byte == 0x25 || byte == 0x7F {
+                out.append(UInt8(ascii: "%"))
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 15)])
+            } else {
+                out.append(byte)
+            }
+        }
+    }
+
+    private static func unescape<Bytes: Collection>(_ field: Bytes) -> String? where Bytes.Element == UInt8 {
+        var out = [UInt8]()
+        out.reserveCapacity(field.count)
+        var iterator = field.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else { out.append(byte); continue }
+            guard let high = iterator.next().flatMap(hexDigit), let low = iterator.next().flatMap(hexDigit) else { return nil }
+            out.append(high << 4 | low)
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+}

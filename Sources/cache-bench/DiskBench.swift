@@ -71,6 +71,28 @@ struct DiskBench {
         return samples.mapValues(median)
     }
 
+    /// Seconds per store read and per plain-file read of the same bytes, reads only (for a
+    /// profiler: no writes in between).
+    func reads(bytes: Int, operations: Int) throws -> (store: Double, file: Double) {
+        let body = Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let store = try DiskResponseStore(directory: directory.appendingPathComponent("reads-\(bytes)"), byteLimit: 1 << 30)
+        defer { store.close() }
+        let plain = directory.appendingPathComponent("plain-reads-\(bytes)").path
+        mkdir(plain, 0o700)
+        let keys = (0..<8).map { entry("/reads/\(bytes)/\($0)", body: body) }
+        for item in keys { try store.write(item) }
+        for k in 0..<8 { writePlain("\(plain)/\(k)", body) }
+        var start = now()
+        for i in 0..<operations {
+            let read = try store.entry(for: keys[i % 8].key)
+            precondition(read?.body.count == bytes)
+        }
+        let storeSeconds = (now() - start) / Double(operations)
+        start = now()
+        for i in 0..<operations { precondition(readPlain("\(plain)/\(i % 8)").count == bytes) }
+        return (storeSeconds, (now() - start) / Double(operations))
+    }
+
     private func entry(_ path: String, body: Data) -> CacheEntry {
         let url = URL(string: "http://bench.test\(path)")!
         return CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200,

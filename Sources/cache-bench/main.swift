@@ -29,6 +29,16 @@ if let index = arguments.firstIndex(of: "--disk-only"), arguments.count > index 
     exit(0)
 }
 
+// `--disk-reads-only BYTES OPERATIONS`: store reads, then plain-file reads, nothing else, for a profiler.
+if let index = arguments.firstIndex(of: "--disk-reads-only"), arguments.count > index + 2,
+   let bytes = Int(arguments[index + 1]), let operations = Int(arguments[index + 2]) {
+    let disk = DiskBench(rounds: 1)
+    let result = try disk.reads(bytes: bytes, operations: operations)
+    disk.cleanUp()
+    print("store_read: \(formatMicros(result.store)) µs\nfile_read: \(formatMicros(result.file)) µs")
+    exit(0)
+}
+
 // `--only VARIANT BYTES COUNT`: run one variant alone, for a profiler (callgrind, perf).
 if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
    let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]),

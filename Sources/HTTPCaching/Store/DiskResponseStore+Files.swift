@@ -60,6 +60,11 @@ final class StoreDirectory: Sendable {
         openat(fd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode)
     }
 
+    /// `open(_:_:mode:)` with the name as a C string.
+    func open(_ name: UnsafePointer<CChar>, _ flags: Int32, mode: mode_t = 0o600) -> Int32 {
+        openat(fd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode)
+    }
+
     /// Opens a regular file this user owns: anything else (a link, a FIFO, a device, another
     /// user's file) is refused with `EINVAL` (or `ELOOP` for a link).
     func openRegular(_ name: String, _ flags: Int32, mode: mode_t = 0o600) -> (fd: Int32, info: stat)? {

@@ -15,6 +15,11 @@ struct EntryName: Hashable, Sendable, Comparable {
         self.init(storageBytes: Self.storageBytes(of: key))
     }
 
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
     /// The name of the key whose `CacheKey.storageString` is `bytes`.
     init(storageBytes bytes: [UInt8]) {
         (high, low) = bytes.withUnsafeBytes { raw in
@@ -25,30 +30,64 @@ struct EntryName: Hashable, Sendable, Comparable {
     /// The UTF-8 of `key.storageString`, built without string interpolation (on every read's
     /// path); the tests pin the two to each other.
     static func storageBytes(of key: CacheKey) -> [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity(key.url.utf8.count + key.method.utf8.count + key.namespace.utf8.count + 24
-                            + (key.partition?.rawValue.utf8.count ?? 0) + (key.variant?.utf8.count ?? 0))
-        out += "k1|".utf8
-        for part in [key.namespace, key.method, key.url] { appendPart(&out, part) }
-        appendPart(&out, key.partition?.rawValue ?? "")
-        appendPart(&out, key.variant ?? "")
-        return out
+        let partition = key.partition?.rawValue ?? "", variant = key.variant ?? ""
+        let parts = (key.namespace, key.method, key.url, partition, variant)
+        let lengths = (parts.0.utf8.count, parts.1.utf8.count, parts.2.utf8.count, parts.3.utf8.count, parts.4.utf8.count)
+        let total = 3 + lengths.0 + lengths.1 + lengths.2 + lengths.3 + lengths.4 + 5
+            + digits(lengths.0) + digits(lengths.1) + digits(lengths.2) + digits(lengths.3) + digits(lengths.4)
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
+            var at = 0
+            for byte in "k1|".utf8 { buffer[at] = byte; at += 1 }
+            write(parts.0, lengths.0, into: buffer, at: &at)
+            write(parts.1, lengths.1, into: buffer, at: &at)
+            write(parts.2, lengths.2, into: buffer, at: &at)
+            write(parts.3, lengths.3, into: buffer, at: &at)
+            write(parts.4, lengths.4, into: buffer, at: &at)
+            count = at
+        }
     }
 
-    private static func appendPart(_ out: inout [UInt8], _ part: String) {
-        appendDecimal(&out, part.utf8.count)
-        out.append(UInt8(ascii: ":"))
-        out += part.utf8
+    private static func digits(_ value: Int) -> Int {
+        var value = value, digits = 1
+        while value >= 10 { value /= 10; digits += 1 }
+        return digits
     }
 
-    private static func appendDecimal(_ out: inout [UInt8], _ value: Int) {
-        if value >= 10 { appendDecimal(&out, value / 10) }
-        out.append(UInt8(ascii: "0") + UInt8(value % 10))
+    /// `length:part` at `at`, which moves past it.
+    private static func write(_ part: String, _ length: Int, into buffer: UnsafeMutableBufferPointer<UInt8>, at: inout Int) {
+        let width = digits(length)
+        var value = length
+        for position in stride(from: at + width - 1, through: at, by: -1) {
+            buffer[position] = UInt8(ascii: "0") + UInt8(value % 10)
+            value /= 10
+        }
+        at += width
+        buffer[at] = UInt8(ascii: ":")
+        at += 1
+        let copied: Bool? = part.utf8.withContiguousStorageIfAvailable { utf8 in
+            if let base = utf8.baseAddress { (buffer.baseAddress! + at).update(from: base, count: length) }
+            return true
+        }
+        if copied == nil { for (offset, byte) in part.utf8.enumerated() { buffer[at + offset] = byte } }
+        at += length
     }
 
-    init(high: UInt64, low: UInt64) {
-        self.high = high
-        self.low = low
+    /// Calls `body` with the entry file's name as a C string (no String is made).
+    func withFileName<T>(_ body: (UnsafePointer<CChar>) -> T) -> T {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 39) { buffer in
+            @inline(__always) func digit(_ value: UInt64) -> UInt8 {
+                let nibble = UInt8(truncatingIfNeeded: value & 15)
+                return nibble < 10 ? 48 + nibble : 87 + nibble
+            }
+            for i in 0..<16 {
+                buffer[i] = digit(high >> UInt64(60 - 4 * i))
+                buffer[16 + i] = digit(low >> UInt64(60 - 4 * i))
+            }
+            buffer[32] = UInt8(ascii: "."); buffer[33] = UInt8(ascii: "e"); buffer[34] = UInt8(ascii: "n")
+            buffer[35] = UInt8(ascii: "t"); buffer[36] = UInt8(ascii: "r"); buffer[37] = UInt8(ascii: "y")
+            buffer[38] = 0
+            return buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) }
+        }
     }
 
     /// The name in 32 lower-case hex digits; nil for anything else.
@@ -148,9 +187,22 @@ struct Index: Sendable {
     /// Makes an entry the most recently used; false if it is not known.
     @discardableResult
     mutating func touch(_ name: EntryName) -> Bool {
-        guard entries[name] != nil else { return false }
+        guard let index = entries.index(forKey: name) else { return false }
         clock &+= 1
-        entries[name]!.access = clock
+        entries.values[index].access = clock
+        return true
+    }
+
+    /// Makes an entry the most recently used if it is the given generation; false if it is
+    /// not known, or known as another generation (then it is dropped: it changed behind us).
+    mutating func touch(_ name: EntryName, ifGeneration generation: UInt64) -> Bool {
+        guard let index = entries.index(forKey: name) else { return false }
+        guard entries.values[index].generation == generation else {
+            remove(name)
+            return false
+        }
+        clock &+= 1
+        entries.values[index].access = clock
         return true
     }
 
@@ -296,11 +348,11 @@ enum Journal {
         write(&out)
     }
 
-    private static let digits = Array("0123456789abcdef".utf8)
+    static let hexDigits = Array("0123456789abcdef".utf8)
 
     static func appendHex(_ out: inout [UInt8], _ value: UInt64) {
         for shift in stride(from: 60, through: 0, by: -4) {
-            out.append(digits[Int((value >> UInt64(shift)) & 15)])
+            out.append(hexDigits[Int((value >> UInt64(shift)) & 15)])
         }
     }
 
@@ -342,8 +394,8 @@ enum Journal {
         for byte in text.utf8 {
             if byte <= 0x20 || byte == 0x25 || byte == 0x7F {
                 out.append(UInt8(ascii: "%"))
-                out.append(digits[Int(byte >> 4)])
-                out.append(digits[Int(byte & 15)])
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 15)])
             } else {
                 out.append(byte)
             }

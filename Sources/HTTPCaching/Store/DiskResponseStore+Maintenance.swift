@@ -25,7 +25,7 @@ extension DiskResponseStore {
                 let replay = bytes.withUnsafeBytes { fresh.replay($0) }
                 let installed = state.withLock { state -> Bool in
                     guard state.journal === journal, state.replayed === replayed, state.cursor == cursor else { return false }
-                    for (name, _) in state.pendingAccesses.sorted(by: { $0.value < $1.value }) { fresh.touch(name) }
+                    for name in state.pendingAccesses { fresh.touch(name) }
                     state.index = fresh
                     state.replayed = journal
                     state.cursor = replay.consumed
@@ -98,13 +98,15 @@ extension DiskResponseStore {
         if !keys.isEmpty {
             let names = keys.map(EntryName.init)
             state.withLock { state in
-                for name in names where state.index.touch(name) { state.pendingAccesses[name] = state.index.clock }
+                for name in names where state.index.touch(name) { state.pendingAccesses.append(name) }
             }
         }
         let names = state.withLock { state -> [EntryName] in
-            let names = state.pendingAccesses.sorted { $0.value < $1.value }.map(\.key)
+            // Each name once, at its last use.
+            var seen = Set<EntryName>()
+            let names = state.pendingAccesses.reversed().filter { seen.insert($0).inserted }.reversed()
             state.pendingAccesses.removeAll(keepingCapacity: true)
-            return names
+            return Array(names)
         }
         append(names.map(JournalRecord.access))
     }
@@ -243,7 +245,6 @@ extension DiskResponseStore {
                 guard let now = state.index[victim.name], now.generation == victim.entry.generation,
                       now.access == victim.entry.access else { return false }
                 state.index.remove(victim.name)
-                state.pendingAccesses[victim.name] = nil
                 return true
             }
         }
@@ -357,7 +358,7 @@ extension DiskResponseStore {
                 guard tail.count >= needed else { throw .truncated }
                 let entry = try Self.withBytes(tail) { raw throws(EntryFileFormat.DecodeError) in
                     let metadata = UnsafeRawBufferPointer(rebasing: raw[(raw.count - needed)..<(raw.count - EntryFileFormat.trailerSize)])
-                    return try EntryFileFormat.decodeMetadata(metadata, trailer: trailer, expecting: nil)
+                    return try EntryFileFormat.decodeMetadata(metadata, trailer: trailer, expecting: nil).entry
                 }
                 guard EntryName(entry.key) == name else { throw .malformed("the file is not named after its key") }
                 var indexEntry = IndexEntry(entry)

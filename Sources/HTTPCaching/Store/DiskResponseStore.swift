@@ -83,6 +83,8 @@ public final class DiskResponseStore: ResponseStore {
     let queue = DispatchQueue(label: "swift-http-caching.disk-store", qos: .utility)
     let pending = DispatchGroup()
     private let handler = Mutex<(@Sendable ([CacheKey]) -> Void)?>(nil)
+    /// The metadata of recently read entries, so reading one again skips parsing it.
+    private let decodedMetadata = MetadataCache()
 
     /// Opens (creating if needed) a store in `directory`, which other stores, in this process
     /// or others, may have open too.
@@ -154,9 +156,10 @@ public final class DiskResponseStore: ResponseStore {
     ///   be read.
     public func entry(for key: CacheKey) throws -> CacheEntry? {
         guard !isClosed else { return nil }
-        let name = EntryName(key)
-        let fileName = name.fileName
-        let fd = files.open(fileName, O_RDONLY)
+        let keyBytes = EntryName.storageBytes(of: key)
+        let name = EntryName(storageBytes: keyBytes)
+        let fd = name.withFileName { files.open($0, O_RDONLY) }
+        var fileName: String { name.fileName }
         if fd < 0 {
             let code = errno
             if code == ENOENT {
@@ -184,12 +187,21 @@ public final class DiskResponseStore: ResponseStore {
         guard let buffer = malloc(max(size, 1)) else {
             throw DiskStoreError.io(operation: "read", path: files.path + "/" + fileName, errno: ENOMEM)
         }
-        let data = Data(bytesNoCopy: buffer, count: size, deallocator: .free)
+        var owned = true // until a Data takes the buffer
+        defer { if owned { free(buffer) } }
         let read = readAll(size) { done in Glibc.read(fd, buffer + done, size - done) }
-        let entry: CacheEntry
+        var entry: CacheEntry
         do throws(EntryFileFormat.DecodeError) {
-            guard read == size else { throw EntryFileFormat.DecodeError.truncated }
-            entry = try EntryFileFormat.decode(data, expecting: key)
+            guard read == size else { throw .truncated }
+            let cached = decodedMetadata.get(name)
+            let (bodyLength, metadata) = try EntryFileFormat.decode(UnsafeRawBufferPointer(start: buffer, count: size),
+                                                                    expecting: (key, keyBytes), reusing: cached)
+            if let metadata { decodedMetadata.set(name, metadata) }
+            entry = (metadata ?? cached!).entry
+            entry.key = key
+            // The body is the first bytes of the buffer: handed out without a copy.
+            entry.body = Data(bytesNoCopy: buffer, count: bodyLength, deallocator: .free)
+            owned = false
         } catch .keyMismatch {
             return nil // another key's entry: a miss, and its file stays
         } catch .unsupportedVersion {
@@ -201,11 +213,9 @@ public final class DiskResponseStore: ResponseStore {
             throw removedAsCorrupt(name, key, reason: error.description)
         }
         let wantsFlush = state.withLock { state -> Bool in
-            if let known = state.index[name], known.generation != entry.generation {
-                state.index.put(name, IndexEntry(entry)) // replaced by another process since we read the journal
-            }
-            guard state.index.touch(name) else { return false }
-            state.pendingAccesses[name] = state.index.clock
+            // A different generation: replaced by another process since we read the journal.
+            guard state.index.touch(name, ifGeneration: entry.generation) else { return false }
+            state.pendingAccesses.append(name)
             return state.pendingAccesses.count >= Self.accessBatch && state.maintenance == .idle
         }
         if wantsFlush { scheduleMaintenance() }
@@ -244,7 +254,6 @@ public final class DiskResponseStore: ResponseStore {
         let overCeiling = state.withLock { state -> Bool? in
             guard !isClosed else { return nil }
             state.index.put(name, record)
-            state.pendingAccesses[name] = nil
             return state.index.bytes > byteCeiling || state.index.count > countCeiling
         }
         guard let overCeiling else { return StoreWriteResult(stored: false) }
@@ -282,8 +291,7 @@ public final class DiskResponseStore: ResponseStore {
             chosen.filter { name, entry in
                 guard state.index[name]?.generation == entry.generation else { return false }
                 state.index.remove(name)
-                state.pendingAccesses[name] = nil
-                return true
+                    return true
             }.map(\.key)
         }
         append(removed.map(JournalRecord.remove))
@@ -339,7 +347,6 @@ public final class DiskResponseStore: ResponseStore {
     private func removeEntry(named name: EntryName) throws {
         guard !isClosed else { return }
         let known = state.withLock { state in
-            state.pendingAccesses[name] = nil
             return state.index.remove(name) != nil
         }
         let unlinked = files.unlink(name.fileName)
@@ -352,7 +359,6 @@ public final class DiskResponseStore: ResponseStore {
     /// Drops a name from the index and tells the other processes.
     func forget(_ name: EntryName) {
         let known = state.withLock { state in
-            state.pendingAccesses[name] = nil
             return state.index.remove(name) != nil
         }
         if known { append([.remove(name)]) }
@@ -370,6 +376,25 @@ public final class DiskResponseStore: ResponseStore {
             if (index + 1) % 256 == 0 || index + 1 == fileNames.count {
                 progress(RemovalProgress(removed: index + 1, total: fileNames.count))
             }
+        }
+    }
+}
+
+/// The decoded metadata of recently read entries (at most 1,024), by entry name. Reusing one
+/// is safe: the bytes read are still checked against their checksum, which must equal the
+/// cached one.
+final class MetadataCache: Sendable {
+    private let slots = Mutex<[EntryName: EntryFileFormat.Metadata]>([:])
+    private let capacity = 1024
+
+    func get(_ name: EntryName) -> EntryFileFormat.Metadata? {
+        slots.withLock { $0[name] }
+    }
+
+    func set(_ name: EntryName, _ metadata: EntryFileFormat.Metadata) {
+        slots.withLock { slots in
+            if slots.count >= capacity, slots[name] == nil { slots.remove(at: slots.startIndex) }
+            slots[name] = metadata
         }
     }
 }
@@ -395,8 +420,8 @@ public enum DiskStoreError: Error, Equatable, CustomStringConvertible {
 /// What the store keeps in memory, under its one lock (never held across file I/O).
 struct State: Sendable {
     var index = Index()
-    /// Uses not yet appended to the journal, with the index clock at the use.
-    var pendingAccesses: [EntryName: UInt64] = [:]
+    /// Uses not yet appended to the journal, oldest first (a name may repeat).
+    var pendingAccesses: [EntryName] = []
     /// Uses of keys served from elsewhere (`noteUse(of:)`), not yet in the index.
     var pendingKeyUses: [CacheKey] = []
     /// Where changes are appended.

@@ -9,7 +9,7 @@ import Foundation
 ///     body                 bodyLength bytes
 ///     metadata             metadataLength bytes: flags, status, stored-at, generation,
 ///                          windows?, useful-until?, the key's storage string, the URL,
-///                          header fields and vary values (sorted by name)
+///                          header fields and vary values (sorted by the UTF-8 of their names)
 ///     trailer (40 bytes)   bodyLength u64, metadataLength u32, 0 u32,
 ///                          body checksum u64 (XXH3 of the body),
 ///                          metadata checksum u64 (XXH3 of the metadata and the first 24
@@ -94,7 +94,7 @@ enum EntryFileFormat {
         appendString(&out, entry.url.absoluteString)
         for fields in [entry.headers, entry.varyValues] {
             append(&out, UInt32(fields.count))
-            for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            for (name, value) in fields.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
                 appendString(&out, name)
                 appendString(&out, value)
             }
@@ -120,21 +120,50 @@ enum EntryFileFormat {
     ///   collision, or a foreign file) throw `.keyMismatch`, never give the wrong response.
     /// - Throws: `DecodeError` for anything but a whole, intact entry of this version.
     static func decode(_ data: Data, expecting key: CacheKey? = nil) throws(DecodeError) -> CacheEntry {
-        let parsed: Result<(CacheEntry, Int), DecodeError> = data.withUnsafeBytes { raw in
-            do throws(DecodeError) {
-                let trailer = try readTrailer(raw, totalLength: raw.count)
-                guard trailer.totalLength == raw.count else { throw .truncated }
-                let body = UnsafeRawBufferPointer(rebasing: raw[0..<trailer.bodyLength])
-                guard XXH3.hash(body) == trailer.bodyChecksum else { throw .checksumMismatch }
-                let metadata = UnsafeRawBufferPointer(rebasing: raw[trailer.bodyLength..<(raw.count - trailerSize)])
-                return .success((try decodeMetadata(metadata, trailer: trailer, expecting: key), trailer.bodyLength))
-            } catch {
-                return .failure(error)
-            }
+        let expected = key.map { (key: $0, bytes: EntryName.storageBytes(of: $0)) }
+        let result: Result<(Int, Metadata?), DecodeError> = data.withUnsafeBytes { raw in
+            do throws(DecodeError) { return .success(try decode(raw, expecting: expected, reusing: nil)) } catch { return .failure(error) }
         }
-        var (entry, bodyLength) = try parsed.get()
+        let (bodyLength, metadata) = try result.get()
+        var entry = metadata!.entry
         entry.body = data.startIndex == 0 ? data.prefix(bodyLength) : Data(data.prefix(bodyLength))
         return entry
+    }
+
+    /// An entry's metadata as decoded once, so a later read of the same bytes (the same
+    /// metadata checksum, verified against those bytes) can skip parsing them.
+    struct Metadata: Sendable {
+        /// The entry without its body, under the stored key (or the expected one, equal to it).
+        var entry: CacheEntry
+        var checksum: UInt64
+        var length: Int
+        /// The stored key's storage string.
+        var keyBytes: [UInt8]
+    }
+
+    /// Checks and decodes a whole encoding in memory, comparing the stored key with
+    /// `key.bytes` (the expected key's storage string, which the caller has at hand). Both
+    /// checksums are always verified against the bytes; metadata whose checksum and length
+    /// match `cached` is not parsed again.
+    /// - Returns: the body's length (the body is the first bytes), and the metadata, or nil
+    ///   when it is `cached`'s.
+    static func decode(_ raw: UnsafeRawBufferPointer, expecting key: (key: CacheKey, bytes: [UInt8])?,
+                       reusing cached: Metadata?) throws(DecodeError) -> (bodyLength: Int, metadata: Metadata?) {
+        let trailer = try readTrailer(raw, totalLength: raw.count)
+        guard trailer.totalLength == raw.count else { throw .truncated }
+        let body = UnsafeRawBufferPointer(rebasing: raw[0..<trailer.bodyLength])
+        guard XXH3.hash(body) == trailer.bodyChecksum else { throw .checksumMismatch }
+        let metadata = UnsafeRawBufferPointer(rebasing: raw[trailer.bodyLength..<(raw.count - trailerSize)])
+        if let cached, cached.checksum == trailer.metadataChecksum, cached.length == trailer.metadataLength {
+            try verifyMetadataChecksum(metadata, trailer)
+            if let key, !equal(key.bytes, cached.keyBytes) { throw .keyMismatch }
+            return (trailer.bodyLength, nil)
+        }
+        return (trailer.bodyLength, try decodeMetadata(metadata, trailer: trailer, expecting: key))
+    }
+
+    private static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.count == b.count && a.withUnsafeBytes { a in b.withUnsafeBytes { b in memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
     }
 
     /// The trailer at the end of `raw`, which ends an encoding of `totalLength` bytes (all of
@@ -163,20 +192,20 @@ enum EntryFileFormat {
                        bodyChecksum: load(raw, t + 16, UInt64.self), metadataChecksum: load(raw, t + 24, UInt64.self))
     }
 
-    /// The checksum a trailer should carry for `metadata` followed by `trailerStart` (the
-    /// first 24 bytes of the trailer), computed over the bytes as they lie in memory.
-    static func metadataChecksum(_ metadataAndTrailer: UnsafeRawBufferPointer) -> UInt64 {
-        XXH3.hash(UnsafeRawBufferPointer(rebasing: metadataAndTrailer[0..<(metadataAndTrailer.count - trailerSize + 24)]))
+    /// Checks the metadata checksum: over the metadata and the first 24 trailer bytes, which
+    /// follow it in memory.
+    private static func verifyMetadataChecksum(_ metadata: UnsafeRawBufferPointer, _ trailer: Trailer) throws(DecodeError) {
+        let covered = UnsafeRawBufferPointer(start: metadata.baseAddress, count: metadata.count + 24)
+        guard metadata.count == trailer.metadataLength, XXH3.hash(covered) == trailer.metadataChecksum else {
+            throw .checksumMismatch
+        }
     }
 
     /// The entry described by the metadata (its body left empty), after checking the metadata
     /// checksum. `metadata` must be followed in memory by the trailer it was read with.
     static func decodeMetadata(_ metadata: UnsafeRawBufferPointer, trailer: Trailer,
-                               expecting key: CacheKey?) throws(DecodeError) -> CacheEntry {
-        let covered = UnsafeRawBufferPointer(start: metadata.baseAddress, count: metadata.count + 24)
-        guard metadata.count == trailer.metadataLength, XXH3.hash(covered) == trailer.metadataChecksum else {
-            throw .checksumMismatch
-        }
+                               expecting key: (key: CacheKey, bytes: [UInt8])?) throws(DecodeError) -> Metadata {
+        try verifyMetadataChecksum(metadata, trailer)
         var reader = Reader(bytes: metadata, offset: 0)
         let flags = try reader.byte()
         guard flags & ~3 == 0 else { throw .malformed("unknown flags") }
@@ -196,19 +225,17 @@ enum EntryFileFormat {
             usefulUntil = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.integer(UInt64.self)))
         }
         let storedKey = try reader.slice()
-        let storedKeyMatches = key.map { expected in
-            var expectedKey = expected.storageString
-            return expectedKey.withUTF8 { $0.elementsEqual(storedKey) }
-        }
         let entryKey: CacheKey
-        if let key, let matches = storedKeyMatches {
+        if let key {
+            let matches = key.bytes.count == storedKey.count
+                && key.bytes.withUnsafeBytes { memcmp($0.baseAddress!, storedKey.baseAddress!, storedKey.count) == 0 }
             guard matches else {
                 guard String(validating: storedKey, as: UTF8.self).flatMap(CacheKey.init(storageString:)) != nil else {
                     throw .malformed("key")
                 }
                 throw .keyMismatch
             }
-            entryKey = key
+            entryKey = key.key
         } else {
             guard let parsed = String(validating: storedKey, as: UTF8.self).flatMap(CacheKey.init(storageString:)) else {
                 throw .malformed("key")
@@ -219,9 +246,10 @@ enum EntryFileFormat {
         let headers = try reader.fields()
         let varyValues = try reader.fields()
         guard reader.offset == metadata.count else { throw .malformed("trailing bytes") }
-        return CacheEntry(key: entryKey, url: url, statusCode: statusCode, headers: headers, body: Data(),
-                          storedAt: storedAt, windows: windows, varyValues: varyValues,
-                          generation: generation, usefulUntil: usefulUntil)
+        let entry = CacheEntry(key: entryKey, url: url, statusCode: statusCode, headers: headers, body: Data(),
+                               storedAt: storedAt, windows: windows, varyValues: varyValues,
+                               generation: generation, usefulUntil: usefulUntil)
+        return Metadata(entry: entry, checksum: trailer.metadataChecksum, length: metadata.count, keyBytes: Array(storedKey))
     }
 
     private struct Reader {
@@ -248,25 +276,34 @@ enum EntryFileFormat {
         }
 
         mutating func string() throws(DecodeError) -> String {
-            guard let string = String(validating: try slice(), as: UTF8.self) else { throw .malformed("invalid UTF-8") }
-            return string
+            try EntryFileFormat.string(try slice())
         }
 
-        /// Name-value pairs, names strictly ascending (the one order the encoder writes).
+        /// Name-value pairs, names' UTF-8 strictly ascending (the one order the encoder writes).
         mutating func fields() throws(DecodeError) -> [String: String] {
             let count = Int(try integer(UInt32.self))
             guard count <= (bytes.count - offset) / 8 else { throw .malformed("impossible field count") }
             var fields: [String: String] = [:]
             fields.reserveCapacity(count)
-            var previous: String?
+            var previous: UnsafeRawBufferPointer?
             for _ in 0..<count {
-                let name = try string()
-                if let previous, !(previous < name) { throw .malformed("fields out of order") }
-                fields[name] = try string()
+                let name = try slice()
+                if let previous, !previous.lexicographicallyPrecedes(name) { throw .malformed("fields out of order") }
+                fields[try EntryFileFormat.string(name)] = try string()
                 previous = name
             }
+            // Names that differ in bytes but not as Strings (canonically equivalent) would
+            // merge: not an encoding the encoder makes.
+            guard fields.count == count else { throw .malformed("duplicate field names") }
             return fields
         }
+    }
+
+    /// Valid UTF-8 as a String (ASCII, the common case, without the general validator).
+    private static func string(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> String {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+        guard let string = String(validating: bytes, as: UTF8.self) else { throw .malformed("invalid UTF-8") }
+        return string
     }
 
     private static func load<T: FixedWidthInteger>(_ raw: UnsafeRawBufferPointer, _ offset: Int, _: T.Type) -> T {

@@ -22,9 +22,13 @@ struct EntryName: Hashable, Sendable, Comparable {
 
     /// The name of the key whose `CacheKey.storageString` is `bytes`.
     init(storageBytes bytes: [UInt8]) {
-        (high, low) = bytes.withUnsafeBytes { raw in
-            (XXH3.hash(raw), XXH64.hash(raw, seed: 0x9E37_79B9_7F4A_7C15))
-        }
+        self = bytes.withUnsafeBytes { EntryName(storageBytes: $0) }
+    }
+
+    /// The name of the key whose `CacheKey.storageString` is `bytes`.
+    init(storageBytes bytes: UnsafeRawBufferPointer) {
+        high = XXH3.hash(bytes)
+        low = XXH64.hash(bytes, seed: 0x9E37_79B9_7F4A_7C15)
     }
 
     /// The UTF-8 of `key.storageString`, built without string interpolation (on every read's
@@ -91,11 +95,16 @@ struct EntryName: Hashable, Sendable, Comparable {
     }
 
     /// The name in 32 lower-case hex digits; nil for anything else.
-    init?<Bytes: Collection>(hex: Bytes) where Bytes.Element == UInt8 {
-        guard hex.count == 32, let high = Journal.hex64(hex.prefix(16)), let low = Journal.hex64(hex.dropFirst(16)) else {
-            return nil
-        }
+    init?(hex: UnsafeRawBufferPointer) {
+        guard hex.count == 32, let high = Journal.hex64(UnsafeRawBufferPointer(rebasing: hex[0..<16])),
+              let low = Journal.hex64(UnsafeRawBufferPointer(rebasing: hex[16..<32])) else { return nil }
         self.init(high: high, low: low)
+    }
+
+    /// `init(hex:)` from a file name's bytes.
+    init?<Bytes: Collection>(hex: Bytes) where Bytes.Element == UInt8 {
+        guard hex.count == 32, let name = Array(hex).withUnsafeBytes({ EntryName(hex: $0) }) else { return nil }
+        self = name
     }
 
     /// 32 lower-case hex digits.
@@ -294,36 +303,96 @@ enum Journal {
     /// The record of one line (without its newline); nil for a damaged or unknown line.
     static func parse(_ line: UnsafeRawBufferPointer) -> JournalRecord? {
         guard line.count >= 18, line[line.count - 17] == UInt8(ascii: " "),
-              let check = hex64(UnsafeRawBufferPointer(rebasing: line[(line.count - 16)...])) else { return nil }
-        let body = UnsafeRawBufferPointer(rebasing: line[0..<(line.count - 17)])
-        guard XXH3.hash(body) == check else { return nil }
-        let fields = body.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard let kind = fields.first, kind.count == 1 else { return nil }
-        switch (kind.first, fields.count) {
-        case (UInt8(ascii: "P"), 8):
-            guard let name = EntryName(hex: fields[1]),
-                  let size = decimal(fields[2], max: maxSize),
-                  let storedAt = date(fields[3]),
-                  let status = decimal(fields[4], max: maxStatus),
-                  let generation = hex64(fields[6]),
-                  let text = unescape(fields[7]), let key = CacheKey(storageString: text),
-                  EntryName(key) == name else { return nil }
+              let check = hex64(rebasing(line, line.count - 16, line.count)) else { return nil }
+        let body = rebasing(line, 0, line.count - 17)
+        guard XXH3.hash(body) == check, body.count == 1 || body[1] == UInt8(ascii: " ") else { return nil }
+        var fields = Fields(bytes: body, position: 2)
+        switch body[0] {
+        case UInt8(ascii: "P"):
+            guard let name = fields.next().flatMap(EntryName.init(hex:)),
+                  let size = fields.next().flatMap({ decimal($0, max: maxSize) }),
+                  let storedAt = fields.next().flatMap(date),
+                  let status = fields.next().flatMap({ decimal($0, max: maxStatus) }),
+                  let useful = fields.next(),
+                  let generation = fields.next().flatMap(hex64),
+                  let escapedKey = fields.next(), fields.isAtEnd else { return nil }
             var usefulUntil: Date?
-            if !(fields[5].count == 1 && fields[5].first == UInt8(ascii: "-")) {
-                guard let date = date(fields[5]) else { return nil }
+            if !(useful.count == 1 && useful[0] == UInt8(ascii: "-")) {
+                guard let date = date(useful) else { return nil }
                 usefulUntil = date
             }
-            return .put(name, IndexEntry(key: key, size: size, storedAt: storedAt, statusCode: status,
+            let parsed: (key: CacheKey, name: EntryName)? = withUnescaped(escapedKey) { bytes in
+                guard let key = storageKey(bytes) else { return nil }
+                return (key, EntryName(storageBytes: bytes))
+            }
+            guard let parsed, parsed.name == name else { return nil }
+            return .put(name, IndexEntry(key: parsed.key, size: size, storedAt: storedAt, statusCode: status,
                                          usefulUntil: usefulUntil, generation: generation))
-        case (UInt8(ascii: "R"), 2):
-            return EntryName(hex: fields[1]).map(JournalRecord.remove)
-        case (UInt8(ascii: "A"), 2):
-            return EntryName(hex: fields[1]).map(JournalRecord.access)
-        case (UInt8(ascii: "C"), 1):
-            return .clear
+        case UInt8(ascii: "R"):
+            guard let name = fields.next().flatMap(EntryName.init(hex:)), fields.isAtEnd else { return nil }
+            return .remove(name)
+        case UInt8(ascii: "A"):
+            guard let name = fields.next().flatMap(EntryName.init(hex:)), fields.isAtEnd else { return nil }
+            return .access(name)
+        case UInt8(ascii: "C"):
+            return body.count == 1 ? .clear : nil
         default:
             return nil
         }
+    }
+
+    /// The fields of a line after its kind, separated by single spaces.
+    private struct Fields {
+        let bytes: UnsafeRawBufferPointer
+        var position: Int
+
+        var isAtEnd: Bool { position > bytes.count }
+
+        mutating func next() -> UnsafeRawBufferPointer? {
+            guard position <= bytes.count else { return nil }
+            var end = position
+            while end < bytes.count, bytes[end] != UInt8(ascii: " ") { end += 1 }
+            defer { position = end + 1 }
+            return rebasing(bytes, position, end)
+        }
+    }
+
+    private static func rebasing(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+    }
+
+    /// The key of a storage string (`CacheKey.storageString`), parsed from bytes; nil unless
+    /// the bytes are exactly the storage string of the key returned (canonical lengths, a
+    /// method), so the name hashed from them is the key's. The tests pin this to
+    /// `CacheKey.init(storageString:)`.
+    static func storageKey(_ bytes: UnsafeRawBufferPointer) -> CacheKey? {
+        guard bytes.count >= 3, bytes[0] == UInt8(ascii: "k"), bytes[1] == UInt8(ascii: "1"), bytes[2] == UInt8(ascii: "|") else {
+            return nil
+        }
+        var position = 3
+        var parts: [String] = []
+        parts.reserveCapacity(5)
+        for _ in 0..<5 {
+            var length = 0, digits = 0
+            while position < bytes.count, bytes[position] != UInt8(ascii: ":") {
+                let byte = bytes[position]
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 12,
+                      !(digits == 1 && length == 0) else { return nil } // no leading zeros
+                length = length * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+                position += 1
+            }
+            guard digits > 0, position < bytes.count, length <= bytes.count - position - 1 else { return nil }
+            let part = rebasing(bytes, position + 1, position + 1 + length)
+            guard let text = part.allSatisfy({ $0 < 0x80 }) ? String(decoding: part, as: UTF8.self)
+                    : String(validating: part, as: UTF8.self) else { return nil }
+            parts.append(text)
+            position += 1 + length
+        }
+        guard position == bytes.count, !parts[1].isEmpty else { return nil }
+        return CacheKey(method: parts[1], normalizedURL: parts[2],
+                        partition: parts[3].isEmpty ? nil : CredentialPartition(rawValue: parts[3]),
+                        variant: parts[4].isEmpty ? nil : parts[4], namespace: parts[0])
     }
 
     /// Calls `body` with each complete line (without its newline).
@@ -357,19 +426,19 @@ enum Journal {
     }
 
     /// Exactly 16 lower-case hex digits; nil otherwise.
-    static func hex64<Bytes: Collection>(_ field: Bytes) -> UInt64? where Bytes.Element == UInt8 {
+    static func hex64(_ field: UnsafeRawBufferPointer) -> UInt64? {
         guard field.count == 16 else { return nil }
         var value: UInt64 = 0
         for byte in field {
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            default: return nil
-            }
+            guard let digit = hexDigit(byte) else { return nil }
             value = value << 4 | UInt64(digit)
         }
         return value
+    }
+
+    /// `hex64` of any bytes.
+    static func hex64<Bytes: Collection>(_ field: Bytes) -> UInt64? where Bytes.Element == UInt8 {
+        Array(field).withUnsafeBytes { hex64($0) }
     }
 
     /// A decimal number from 0 through `max`, at most 18 digits; nil otherwise (never traps).
@@ -384,7 +453,7 @@ enum Journal {
     }
 
     /// A finite date from a Double's bit pattern in hex.
-    private static func date<Bytes: Collection>(_ field: Bytes) -> Date? where Bytes.Element == UInt8 {
+    private static func date(_ field: UnsafeRawBufferPointer) -> Date? {
         guard let bits = hex64(field) else { return nil }
         let seconds = Double(bitPattern: bits)
         return seconds.isFinite ? Date(timeIntervalSinceReferenceDate: seconds) : nil
@@ -402,16 +471,21 @@ enum Journal {
         }
     }
 
-    private static func unescape<Bytes: Collection>(_ field: Bytes) -> String? where Bytes.Element == UInt8 {
+    /// Calls `body` with the field's bytes, `%XX` escapes decoded (nil for a bad escape).
+    private static func withUnescaped<T>(_ field: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> T?) -> T? {
+        guard field.contains(UInt8(ascii: "%")) else { return body(field) }
         var out = [UInt8]()
         out.reserveCapacity(field.count)
-        var iterator = field.makeIterator()
-        while let byte = iterator.next() {
+        var index = 0
+        while index < field.count {
+            let byte = field[index]
+            index += 1
             guard byte == UInt8(ascii: "%") else { out.append(byte); continue }
-            guard let high = iterator.next().flatMap(hexDigit), let low = iterator.next().flatMap(hexDigit) else { return nil }
+            guard index + 2 <= field.count, let high = hexDigit(field[index]), let low = hexDigit(field[index + 1]) else { return nil }
             out.append(high << 4 | low)
+            index += 2
         }
-        return String(validating: out, as: UTF8.self)
+        return out.withUnsafeBytes(body)
     }
 
     private static func hexDigit(_ byte: UInt8) -> UInt8? {

@@ -300,17 +300,11 @@ extension DiskResponseStore {
     func reconcile() {
         var present = Set<EntryName>()
         for fileName in files.names() {
-            if fileName.hasSuffix(".entry") {
-                let stem = fileName.utf8.dropLast(6)
-                if let name = EntryName(hex: stem) {
-                    present.insert(name)
-                } else if stem.count == 64, stem.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) {
-                    files.unlink(fileName) // named by format 2 and earlier: no longer read
-                }
-            } else if fileName.hasSuffix(".tmp") {
-                removeIfAbandoned(fileName, in: files)
-            } else if fileName == ".lock" {
-                files.unlink(fileName) // the exclusive lock of format 2 and earlier
+            switch FileKind(fileName) {
+            case .entry(let name): present.insert(name)
+            case .olderEntry: files.unlink(fileName) // named by format 2 and earlier: no longer read
+            case .temporary: removeIfAbandoned(fileName, in: files)
+            case .other: if fileName == ".lock" { files.unlink(fileName) } // format 2's exclusive lock
             }
         }
         let known = state.withLock { Set($0.index.entries.keys) }
@@ -406,5 +400,31 @@ func removeIfAbandoned(_ fileName: String, in folder: StoreDirectory) {
     }
     if let info = folder.status(fileName), time(nil) - info.st_mtim.tv_sec > 3600 {
         folder.unlink(fileName)
+    }
+}
+
+/// What a name in the store's folder is, judged from its bytes.
+enum FileKind: Equatable {
+    /// `<32 hex>.entry`
+    case entry(EntryName)
+    /// `<64 hex>.entry`, as format 2 and earlier named entries
+    case olderEntry
+    /// `*.tmp`
+    case temporary
+    case other
+
+    init(_ fileName: String) {
+        var fileName = fileName
+        self = fileName.withUTF8 { bytes in
+            let suffix = Array(".entry".utf8)
+            if bytes.count > 6, bytes[(bytes.count - 6)...].elementsEqual(suffix) {
+                let stem = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[0..<(bytes.count - 6)])
+                if let name = EntryName(hex: stem) { return .entry(name) }
+                if stem.count == 64, stem.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) { return .olderEntry }
+                return .other
+            }
+            if bytes.count > 4, bytes[(bytes.count - 4)...].elementsEqual(".tmp".utf8) { return .temporary }
+            return .other
+        }
     }
 }

@@ -272,7 +272,7 @@ public final class DiskResponseStore: ResponseStore {
     /// progress as files are deleted.
     public func removeAll(progress: (RemovalProgress) -> Void) throws {
         guard !isClosed else { return progress(RemovalProgress(removed: 0, total: 0)) }
-        let names = files.names().filter { $0.hasSuffix(".entry") && EntryName(hex: $0.utf8.dropLast(6)) != nil }
+        let names = files.names().filter { if case .entry = FileKind($0) { true } else { false } }
         state.withLock { state in
             state.index.clear()
             state.pendingAccesses.removeAll()

@@ -163,6 +163,15 @@ extension DiskResponseStore {
         return pending.wait(timeout: .now() + timeout) == .success
     }
 
+    /// Compacts the journal and reconciles it with the directory now (for tests, and for
+    /// tools), waiting up to `timeout` seconds. - Returns: false on a timeout.
+    @discardableResult
+    package func compactJournal(timeout: TimeInterval = 10) -> Bool {
+        state.withLock { $0.reconcileWanted = true }
+        scheduleMaintenance()
+        return waitForMaintenance(timeout: timeout)
+    }
+
     /// Marks the store's queue, so a wait started there (by an eviction handler) does not
     /// wait for itself.
     static let queueKey = DispatchSpecificKey<ObjectIdentifier>()

@@ -32,6 +32,65 @@ struct DiskResponseStoreHardeningTests {
         #expect(reopened.totalBytes == a.byteCount)
     }
 
+    /// A journal line with the given fields and a valid checksum.
+    static func checkedLine(_ body: String) -> String {
+        let check = XXH3.hash(Array(body.utf8))
+        return body + " " + String(repeating: "0", count: 16 - String(check, radix: 16).count) + String(check, radix: 16) + "\n"
+    }
+
+    @Test("well-formed index lines with out-of-range numbers are skipped, never trusted or summed")
+    func hugeNumbersWithValidChecksums() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        let a = E.entry("/a")
+        try store.write(a)
+        store.close()
+        var text = ""
+        for i in 0..<12 {
+            let key = E.entry("/huge/\(i)").key
+            let name = DiskResponseStore.fileName(for: key)
+            let stored = String(E.base.timeIntervalSinceReferenceDate.bitPattern, radix: 16)
+            for size in ["999999999999999999", "99999999999999999999999", "1099511627777", "-1", "1e9", ""] {
+                text += Self.checkedLine("P \(name) \(size) \(stored) 200 - 0000000000000001 \(key.storageString)")
+            }
+            text += Self.checkedLine("P \(name) 10 \(stored) 99999999999999999999 - 0000000000000001 \(key.storageString)")
+            text += Self.checkedLine("A \(name) 99999999999999999999")
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path + "/index.log"))
+        handle.seekToEndOfFile()
+        handle.write(Data(text.utf8))
+        try handle.close()
+        let reopened = try DiskResponseStore(directory: directory.url)
+        #expect(reopened.entryCount == 1)
+        #expect(reopened.totalBytes == a.byteCount)
+        // The same through the parser alone: a size at the bound is kept, one past it is not.
+        let key = E.entry("/bound").key, name = DiskResponseStore.fileName(for: key)
+        let stored = String(E.base.timeIntervalSinceReferenceDate.bitPattern, radix: 16)
+        for (size, kept) in [(Journal.maxSize, true), (Journal.maxSize + 1, false)] {
+            let line = Array(Self.checkedLine("P \(name) \(size) \(stored) 200 - 0000000000000001 \(key.storageString)").utf8.dropLast())
+            #expect((line.withUnsafeBytes { Journal.parse($0) } != nil) == kept, "size \(size)")
+        }
+        reopened.close()
+    }
+
+    @Test("a damaged index line is skipped; the lines around it count")
+    func damagedIndexLine() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        for path in ["/a", "/b", "/c"] { try store.write(E.entry(path)) }
+        store.close()
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: directory.path + "/index.log"))
+        let lines = bytes.split(separator: 10, omittingEmptySubsequences: false)
+        let second = lines[0].count + 1 + 40 // a byte inside the second line
+        bytes[second] = bytes[second] == UInt8(ascii: "7") ? UInt8(ascii: "8") : UInt8(ascii: "7")
+        try overwrite(directory.path + "/index.log", with: bytes)
+        // The damaged line's entry file is still there: adopted from the file itself.
+        let reopened = try DiskResponseStore(directory: directory.url)
+        #expect(reopened.entryCount == 3)
+        #expect(Set(reopened.entryInfos().map(\.key)) == Set(["/a", "/b", "/c"].map { E.entry($0).key }))
+        reopened.close()
+    }
+
     @Test("a FIFO named like an entry is a miss, without hanging the reader")
     func fifo() throws {
         let directory = TemporaryDirectory()

@@ -32,6 +32,13 @@ final class GatedStore: ResponseStore, @unchecked Sendable {
     var entryCount: Int { inner.entryCount }
 }
 
+/// Keys a handler heard of.
+final class KeyLog: Sendable {
+    private let log = Mutex<[CacheKey]>([])
+    func add(_ keys: [CacheKey]) { log.withLock { $0 += keys } }
+    var keys: [CacheKey] { log.withLock { $0 } }
+}
+
 @Suite("Tiered store")
 struct TieredResponseStoreTests {
     typealias E = StoreConformance
@@ -75,5 +82,39 @@ struct TieredResponseStoreTests {
         back.release.signal()
         finished.wait()
         #expect(try tiered.entry(for: old.key)?.body == Data("new".utf8), "an older read replaced a newer write in memory")
+    }
+
+    @Test("entries a disk store evicts in the background leave memory too, and the tiered store's handler hears of them")
+    func backgroundEvictionsLeaveMemory() throws {
+        let directory = TemporaryDirectory()
+        let disk = try DiskResponseStore(directory: directory.url, countLimit: 10, trimRatio: 0.5)
+        defer { disk.close() }
+        let tiered = TieredResponseStore(back: disk)
+        let heard = KeyLog()
+        tiered.evictionHandler = { keys in heard.add(keys) }
+        var reported: [CacheKey] = []
+        for i in 0..<11 { reported += try tiered.write(E.entry("/\(i)")).evicted }
+        #expect(disk.waitForMaintenance())
+        let evicted = reported + heard.keys
+        #expect(evicted.count == 6, "down to half of 10")
+        for key in evicted {
+            #expect(tiered.memory.entry(for: key) == nil, "\(key) stayed in memory after the disk evicted it")
+            #expect(try tiered.entry(for: key) == nil)
+        }
+        #expect(tiered.entryCount == 5)
+    }
+
+    @Test("a hit in memory counts as a use in the disk store, so the disk keeps what memory serves")
+    func memoryHitsAreUses() throws {
+        let directory = TemporaryDirectory()
+        let disk = try DiskResponseStore(directory: directory.url, countLimit: 4, trimRatio: 0.5)
+        defer { disk.close() }
+        let tiered = TieredResponseStore(back: disk)
+        for i in 0..<4 { try tiered.write(E.entry("/\(i)")) }
+        _ = try tiered.entry(for: E.entry("/0").key) // from memory: the oldest becomes the newest
+        try tiered.write(E.entry("/4"))
+        #expect(disk.waitForMaintenance())
+        #expect(try disk.entry(for: E.entry("/0").key) != nil, "evicted although memory served it last")
+        #expect(try disk.entry(for: E.entry("/1").key) == nil)
     }
 }

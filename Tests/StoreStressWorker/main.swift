@@ -4,7 +4,8 @@
 //       Mixed writes, reads, removals, rare remove-alls and claims on 48 shared keys. Every
 //       body is derived from its key and the version in its X-Version header, so any reader
 //       can check that an entry is whole and correct; a wrong one exits with status 3.
-//       Prints "progress N" every 100 operations and "done" at the end.
+//       Prints "progress N" every 100 operations and "done" at the end. 0 operations: run
+//       until killed.
 //   store-stress-worker claim DIRECTORY PATH LEASE
 //       Claims the refresh of PATH, prints "granted" or "refused", then on each "release"
 //       line releases it and prints "released"; exits at the end of its input.
@@ -63,7 +64,9 @@ struct Stress {
     }
 
     mutating func run(operations: Int) throws {
-        for operation in 1...max(operations, 1) {
+        var operation = 0
+        while operations == 0 || operation < operations {
+            operation += 1
             let path = "/k/\(random.next() % UInt64(Self.keys))"
             let key = StressBody.key(path)
             let roll = random.next() % 1000

@@ -204,8 +204,12 @@ final class FileHandleRef: Sendable {
         bytes.withUnsafeBytes { writeAll(fd, [$0]) }
     }
 
-    /// The bytes from `offset` to the end of the file, at most `limit` of them.
-    func read(from offset: Int, limit: Int = 64 << 20) -> [UInt8] {
+    /// The most bytes one `read(from:)` returns.
+    static let readLimit = 16 << 20
+
+    /// The bytes from `offset` to the end of the file, at most `readLimit` of them.
+    func read(from offset: Int) -> [UInt8] {
+        let limit = Self.readLimit
         var info = stat()
         guard fstat(fd, &info) == 0 else { return [] }
         let size = Int(clamping: info.st_size)

@@ -16,7 +16,9 @@ extension DiskResponseStore {
     /// journal another process compacted (a new file) from its start.
     func tail() {
         refreshJournal()
-        for _ in 0..<4 {
+        // Each turn reads at most `FileHandleRef.readLimit` bytes; a turn that lost a race
+        // with another thread's tail reads again.
+        for _ in 0..<1024 {
             let (journal, replayed, cursor) = state.withLock { ($0.journal, $0.replayed, $0.cursor) }
             guard let journal else { return }
             if journal !== replayed {
@@ -32,7 +34,7 @@ extension DiskResponseStore {
                     state.journalLines = replay.lines
                     return true
                 }
-                if installed { return }
+                if installed && bytes.count < FileHandleRef.readLimit { return }
             } else {
                 let bytes = journal.read(from: cursor)
                 var records: [JournalRecord] = []
@@ -51,7 +53,7 @@ extension DiskResponseStore {
                     state.journalLines += lines
                     return true
                 }
-                if applied { return }
+                if applied && bytes.count < FileHandleRef.readLimit { return }
             }
         }
     }

@@ -216,6 +216,20 @@ struct DiskResponseStoreTests {
         #expect(store.entryCount == 0)
     }
 
+    @Test("an entry of an older format version is a quiet miss, and removed")
+    func olderVersion() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        defer { store.close() }
+        let entry = E.entry("/old")
+        try store.write(entry)
+        let file = directory.path + "/" + DiskResponseStore.fileName(for: entry.key) + ".entry"
+        try overwrite(file, with: Data("HTCE\u{2}\u{0}".utf8) + Data(count: 100)) // as format 2 began
+        #expect(try store.entry(for: entry.key) == nil, "no corruptEntry thrown for an older version")
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(store.entryCount == 0)
+    }
+
     @Test("an entry file holding another key is a miss, never the wrong response")
     func collision() throws {
         let directory = TemporaryDirectory()

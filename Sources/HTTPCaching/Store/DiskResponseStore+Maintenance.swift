@@ -185,15 +185,11 @@ extension DiskResponseStore {
         waitForMaintenance(timeout: 2)
     }
 
-    /// Waits for the trim a write past the ceiling scheduled. - Returns: what it evicted.
-    func waitForTrim() -> [CacheKey] {
+    /// Waits for the trim a write past the ceiling scheduled.
+    func waitForTrim() {
         state.withLock { $0.waitingWriters += 1 }
         waitForMaintenance(timeout: 2)
-        return state.withLock { state in
-            state.waitingWriters -= 1
-            defer { state.unreportedEvictions.removeAll() }
-            return state.unreportedEvictions
-        }
+        state.withLock { $0.waitingWriters -= 1 }
     }
 
     // MARK: - A pass
@@ -223,13 +219,26 @@ extension DiskResponseStore {
         state.withLock { $0.reconcileWanted || $0.journalLines > 2 * $0.index.count + 4096 }
     }
 
+    /// Hands the evictions of the pass to `evictionHandler`; without one (or while a write
+    /// waits for them) they stay for a write to return.
     private func deliverEvictions() {
+        guard let handler = evictionHandler else { return }
         let keys = state.withLock { state -> [CacheKey] in
             guard state.waitingWriters == 0 else { return [] }
             defer { state.unreportedEvictions.removeAll() }
             return state.unreportedEvictions
         }
-        if !keys.isEmpty, let handler = evictionHandler { handler(keys) }
+        if !keys.isEmpty { handler(keys) }
+    }
+
+    /// The background evictions not reported yet, for a write to return: all of them when the
+    /// write waited for a trim or when no `evictionHandler` takes them.
+    func takeEvictions(waited: Bool) -> [CacheKey] {
+        guard waited || evictionHandler == nil else { return [] }
+        return state.withLock { state in
+            defer { state.unreportedEvictions.removeAll() }
+            return state.unreportedEvictions
+        }
     }
 
     /// Evicts least recently used entries down to `trimRatio` of the limits, once one is
@@ -261,7 +270,11 @@ extension DiskResponseStore {
         }
         for victim in evicted { files.unlink(victim.name.fileName) }
         append(evicted.map { JournalRecord.remove($0.name) })
-        state.withLock { $0.unreportedEvictions += evicted.map(\.entry.key) }
+        state.withLock { state in
+            state.unreportedEvictions += evicted.map(\.entry.key)
+            // Kept for a write to report only while nobody takes them: bounded.
+            if state.unreportedEvictions.count > 10_000 { state.unreportedEvictions.removeFirst(state.unreportedEvictions.count - 10_000) }
+        }
     }
 
     /// Rewrites the journal as one line per entry, least recently used first (temporary file,

@@ -63,8 +63,8 @@ public final class DiskResponseStore: ResponseStore {
     public let policy: StoragePolicy
 
     /// Called on the store's background queue with the keys a background trim evicted, least
-    /// recently used first, except those already returned in a write's `StoreWriteResult`.
-    /// The default is nil.
+    /// recently used first. Each eviction is reported once: here, or, without a handler (or to
+    /// a write that waited for the trim), in the `evicted` of a write's result. The default is nil.
     public var evictionHandler: (@Sendable ([CacheKey]) -> Void)? {
         get { handler.withLock { $0 } }
         set { handler.withLock { $0 = newValue } }
@@ -224,8 +224,9 @@ public final class DiskResponseStore: ResponseStore {
 
     /// Writes an entry atomically (temporary file, then rename) and schedules a trim once a
     /// limit is passed. An entry over `maxEntrySize` is not stored (and removes the older one).
-    /// - Returns: whether it was stored; the keys evicted while it waited for a trim, if it
-    ///   had to (see `evictionHandler` for the others).
+    /// - Returns: whether it was stored; the keys evicted in the background since the last
+    ///   write reported them (all of them without an `evictionHandler`, else those of a trim
+    ///   it had to wait for).
     /// - Throws: `DiskStoreError.io` if the file cannot be written.
     @discardableResult
     public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
@@ -259,7 +260,8 @@ public final class DiskResponseStore: ResponseStore {
         guard let overCeiling else { return StoreWriteResult(stored: false) }
         append([.put(name, record)])
         scheduleMaintenance()
-        return StoreWriteResult(stored: true, evicted: overCeiling ? waitForTrim() : [])
+        if overCeiling { waitForTrim() }
+        return StoreWriteResult(stored: true, evicted: takeEvictions(waited: overCeiling))
     }
 
     /// Removes the entry for a key and its file.

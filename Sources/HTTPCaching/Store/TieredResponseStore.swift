@@ -30,13 +30,14 @@ public final class TieredResponseStore: ResponseStore {
             disk.evictionHandler = { keys in
                 shared.forget(keys, in: memory)
                 previous?(keys)
-                shared.handler.withLock { $0 }?(keys)
+                shared.report(keys)
             }
         }
     }
 
     /// Called with the keys the back store evicted in the background (a `DiskResponseStore`'s
-    /// `evictionHandler`), after they left memory. The default is nil.
+    /// `evictionHandler`), after they left memory; without a handler they are reported in the
+    /// `evicted` of the next write's result. The default is nil.
     public var evictionHandler: (@Sendable ([CacheKey]) -> Void)? {
         get { shared.handler.withLock { $0 } }
         set { shared.handler.withLock { $0 = newValue } }
@@ -72,6 +73,7 @@ public final class TieredResponseStore: ResponseStore {
             shared.forget(result.evicted, in: memory)
         }
         result = try back.write(entry)
+        result.evicted += shared.takeUnreported()
         return result
     }
 
@@ -141,6 +143,23 @@ public final class TieredResponseStore: ResponseStore {
         /// before it fills memory. Keys sharing a stripe only cost a fill now and then.
         let versions = Mutex([UInt64](repeating: 0, count: 64))
         let handler = Mutex<(@Sendable ([CacheKey]) -> Void)?>(nil)
+        /// Background evictions waiting for a write to report them (no handler was set).
+        private let unreported = Mutex<[CacheKey]>([])
+
+        func report(_ keys: [CacheKey]) {
+            if let handler = handler.withLock({ $0 }) { return handler(keys) }
+            unreported.withLock { unreported in
+                unreported += keys
+                if unreported.count > 10_000 { unreported.removeFirst(unreported.count - 10_000) }
+            }
+        }
+
+        func takeUnreported() -> [CacheKey] {
+            unreported.withLock { unreported in
+                defer { unreported.removeAll() }
+                return unreported
+            }
+        }
 
         static func stripe(of key: CacheKey) -> Int { key.hashValue & 63 }
 

@@ -12,19 +12,20 @@ import HTTPCachingTestKit
 final class Worker: @unchecked Sendable {
     let process = Process()
     private let input = Pipe()
-    private let lines = Mutex<[String]>([])
+    /// Lines read and not yet taken, and whether the output has ended.
+    private let output = Mutex<(lines: [String], ended: Bool)>(([], false))
     private let arrived = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
 
     init(_ arguments: [String]) throws {
         process.executableURL = builtExecutable(named: "store-stress-worker")
         process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
+        let pipe = Pipe()
+        process.standardOutput = pipe
         process.standardInput = input
         process.terminationHandler = { [ended] _ in ended.signal() }
         try process.run()
-        let handle = output.fileHandleForReading
+        let handle = pipe.fileHandleForReading
         DispatchQueue.global().async { [self] in
             var pending = Data()
             while true {
@@ -34,24 +35,25 @@ final class Worker: @unchecked Sendable {
                 while let newline = pending.firstIndex(of: 10) {
                     let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
                     pending.removeSubrange(pending.startIndex...newline)
-                    lines.withLock { $0.append(line) }
+                    self.output.withLock { $0.lines.append(line) }
                     arrived.signal()
                 }
             }
+            self.output.withLock { $0.ended = true }
             arrived.signal() // the end: wakes a reader waiting for more
         }
     }
 
-    /// The next line, waiting at most `timeout` seconds; nil at the end or on a timeout.
+    /// The next line, waiting at most `timeout` seconds; nil at the end of the output or on a
+    /// timeout.
     func nextLine(timeout: TimeInterval = 30) -> String? {
         let deadline = DispatchTime.now() + timeout
         while true {
-            if let line = lines.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return line }
-            if !process.isRunning && lines.withLock({ $0.isEmpty }) {
-                // Output may still be in flight just after the end: one more short look.
-                guard arrived.wait(timeout: .now() + 0.5) == .success else { return nil }
-                continue
+            let (line, ended) = output.withLock { output in
+                (output.lines.isEmpty ? nil : output.lines.removeFirst(), output.ended)
             }
+            if let line { return line }
+            if ended { return nil }
             guard arrived.wait(timeout: deadline) == .success else { return nil }
         }
     }

@@ -202,17 +202,15 @@ struct Index: Sendable {
         return true
     }
 
-    /// Makes an entry the most recently used if it is the given generation; false if it is
-    /// not known, or known as another generation (then it is dropped: it changed behind us).
-    mutating func touch(_ name: EntryName, ifGeneration generation: UInt64) -> Bool {
-        guard let index = entries.index(forKey: name) else { return false }
-        guard entries.values[index].generation == generation else {
-            remove(name)
-            return false
-        }
+    enum Use { case touched, unknown, otherGeneration }
+
+    /// Makes an entry the most recently used if the index knows it as `generation`.
+    mutating func touch(_ name: EntryName, ifGeneration generation: UInt64) -> Use {
+        guard let index = entries.index(forKey: name) else { return .unknown }
+        guard entries.values[index].generation == generation else { return .otherGeneration }
         clock &+= 1
         entries.values[index].access = clock
-        return true
+        return .touched
     }
 
     mutating func clear() {

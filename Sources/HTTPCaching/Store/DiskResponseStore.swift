@@ -213,8 +213,11 @@ public final class DiskResponseStore: ResponseStore {
             throw removedAsCorrupt(name, key, reason: error.description)
         }
         let wantsFlush = state.withLock { state -> Bool in
-            // A different generation: replaced by another process since we read the journal.
-            guard state.index.touch(name, ifGeneration: entry.generation) else { return false }
+            switch state.index.touch(name, ifGeneration: entry.generation) {
+            case .touched: break
+            case .unknown: return false // the journal will tell
+            case .otherGeneration: state.index.put(name, IndexEntry(entry)) // replaced since we read the journal
+            }
             state.pendingAccesses.append(name)
             return state.pendingAccesses.count >= Self.accessBatch && state.maintenance == .idle
         }
@@ -293,7 +296,7 @@ public final class DiskResponseStore: ResponseStore {
             chosen.filter { name, entry in
                 guard state.index[name]?.generation == entry.generation else { return false }
                 state.index.remove(name)
-                    return true
+                return true
             }.map(\.key)
         }
         append(removed.map(JournalRecord.remove))

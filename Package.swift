@@ -27,7 +27,8 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPCachingTests",
-            dependencies: ["HTTPCaching", "HTTPCachingTestKit", "LoopbackOrigin", "cache-demo", "registration-probe", "store-crash-writer"]
+            dependencies: ["HTTPCaching", "HTTPCachingTestKit", "LoopbackOrigin", "cache-demo", "registration-probe", "store-crash-writer",
+                           "store-stress-worker"]
         ),
         // Run by the tests in a fresh process (global registration depends on process history).
         .executableTarget(
@@ -40,6 +41,12 @@ let package = Package(
             name: "store-crash-writer",
             dependencies: ["HTTPCaching"],
             path: "Tests/StoreCrashWriter"
+        ),
+        // Run by the tests as several processes sharing one store directory, some killed.
+        .executableTarget(
+            name: "store-stress-worker",
+            dependencies: ["HTTPCaching"],
+            path: "Tests/StoreStressWorker"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -71,6 +71,89 @@ struct DiskBench {
         return samples.mapValues(median)
     }
 
+    /// Seconds per store read and per plain-file read of the same bytes, reads only (for a
+    /// profiler: no writes in between).
+    func reads(bytes: Int, operations: Int) throws -> (store: Double, file: Double) {
+        let body = Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let store = try DiskResponseStore(directory: directory.appendingPathComponent("reads-\(bytes)"), byteLimit: 1 << 30)
+        defer { store.close() }
+        let plain = directory.appendingPathComponent("plain-reads-\(bytes)").path
+        mkdir(plain, 0o700)
+        let keys = (0..<8).map { entry("/reads/\(bytes)/\($0)", body: body) }
+        for item in keys { try store.write(item) }
+        for k in 0..<8 { writePlain("\(plain)/\(k)", body) }
+        var start = now()
+        for i in 0..<operations {
+            let read = try store.entry(for: keys[i % 8].key)
+            precondition(read?.body.count == bytes)
+        }
+        let storeSeconds = (now() - start) / Double(operations)
+        start = now()
+        for i in 0..<operations { precondition(readPlain("\(plain)/\(i % 8)").count == bytes) }
+        return (storeSeconds, (now() - start) / Double(operations))
+    }
+
+    /// Store reads per second, summed over two processes (this one and a copy of it started
+    /// with `--shared-reader`) reading 64 entries of 1 KB from one directory at once.
+    func sharedHits(seconds: Double) throws -> Double {
+        let location = directory.appendingPathComponent("shared")
+        let store = try DiskResponseStore(directory: location, byteLimit: 1 << 30)
+        defer { store.close() }
+        let body = Data((0..<1024).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let keys = (0..<64).map { entry("/shared/\($0)", body: body) }
+        for item in keys { try store.write(item) }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        child.arguments = ["--shared-reader", location.path, String(seconds)]
+        let input = Pipe(), output = Pipe()
+        child.standardInput = input
+        child.standardOutput = output
+        try child.run()
+        let reader = output.fileHandleForReading
+        _ = readLine(reader) // "ready": its store is open
+        input.fileHandleForWriting.write(Data("go\n".utf8))
+        let mine = try Self.readFor(seconds: seconds, store: store, keys: keys.map(\.key))
+        let theirs = Int(readLine(reader) ?? "") ?? 0
+        child.waitUntilExit()
+        return Double(mine + theirs) / seconds
+    }
+
+    /// Reads `keys` round-robin for `seconds`. - Returns: how many reads.
+    static func readFor(seconds: Double, store: DiskResponseStore, keys: [CacheKey]) throws -> Int {
+        let end = now() + seconds
+        var reads = 0
+        while now() < end {
+            for key in keys.prefix(16) {
+                let read = try store.entry(for: key)
+                precondition(read?.body.count == 1024)
+            }
+            reads += 16
+        }
+        return reads
+    }
+
+    /// The second process of `sharedHits`: opens the store, says "ready", waits for a line,
+    /// reads for `seconds`, prints how many reads.
+    static func sharedReader(location: String, seconds: Double) throws {
+        let store = try DiskResponseStore(directory: URL(fileURLWithPath: location), byteLimit: 1 << 30)
+        let keys = (0..<64).map { CacheKey(url: URL(string: "http://bench.test/shared/\($0)")!) }
+        FileHandle.standardOutput.write(Data("ready\n".utf8))
+        _ = Swift.readLine()
+        let reads = try readFor(seconds: seconds, store: store, keys: keys.reversed())
+        FileHandle.standardOutput.write(Data("\(reads)\n".utf8))
+        store.close()
+    }
+
+    private func readLine(_ handle: FileHandle) -> String? {
+        var line = Data()
+        while true {
+            let byte = handle.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data([10]) { break }
+            line += byte
+        }
+        return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
+    }
+
     private func entry(_ path: String, body: Data) -> CacheEntry {
         let url = URL(string: "http://bench.test\(path)")!
         return CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200,

@@ -29,6 +29,31 @@ if let index = arguments.firstIndex(of: "--disk-only"), arguments.count > index 
     exit(0)
 }
 
+// `--shared-reader DIRECTORY SECONDS`: the second process of the shared-directory read benchmark.
+if let index = arguments.firstIndex(of: "--shared-reader"), arguments.count > index + 2, let seconds = Double(arguments[index + 2]) {
+    try DiskBench.sharedReader(location: arguments[index + 1], seconds: seconds)
+    exit(0)
+}
+
+// `--disk-shared-only SECONDS`: two processes reading one store directory at once.
+if let index = arguments.firstIndex(of: "--disk-shared-only"), arguments.count > index + 1, let seconds = Double(arguments[index + 1]) {
+    let disk = DiskBench(rounds: 1)
+    let result = try disk.sharedHits(seconds: seconds)
+    disk.cleanUp()
+    print("rps.shared_disk_hit_2proc=\(Int(result))")
+    exit(0)
+}
+
+// `--disk-reads-only BYTES OPERATIONS`: store reads, then plain-file reads, nothing else, for a profiler.
+if let index = arguments.firstIndex(of: "--disk-reads-only"), arguments.count > index + 2,
+   let bytes = Int(arguments[index + 1]), let operations = Int(arguments[index + 2]) {
+    let disk = DiskBench(rounds: 1)
+    let result = try disk.reads(bytes: bytes, operations: operations)
+    disk.cleanUp()
+    print("store_read: \(formatMicros(result.store)) µs\nfile_read: \(formatMicros(result.file)) µs")
+    exit(0)
+}
+
 // `--only VARIANT BYTES COUNT`: run one variant alone, for a profiler (callgrind, perf).
 if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
    let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]),
@@ -98,6 +123,10 @@ for (suffix, bytes, operations) in [("", 1024, 400), ("_100k", 100 * 1024, 150),
     lines.append("ratio.disk_write_over_file\(suffix)=\(formatRatio((m["store_write"] ?? .nan) / (m["file_write"] ?? .nan)))")
     lines.append("ratio.disk_read_over_file\(suffix)=\(formatRatio((m["store_read"] ?? .nan) / (m["file_read"] ?? .nan)))")
 }
+
+let shared = try disk.sharedHits(seconds: quick ? 0.5 : 2)
+print("\ndisk store reads of 1 KB entries with two processes reading one directory: \(Int(shared)) per second")
+lines.append("rps.shared_disk_hit_2proc=\(Int(shared))")
 
 disk.cleanUp() // here, not in a defer: exit() below skips defer in top-level code
 origin.stop()

@@ -5,6 +5,7 @@ import FoundationNetworking
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 import Testing
 @testable import HTTPCaching
 import HTTPCachingTestKit
@@ -40,32 +41,61 @@ func permissions(_ path: String) -> mode_t {
     return info.st_mode & 0o777
 }
 
+/// Collects the keys a disk store evicts in the background.
+final class Evictions: Sendable {
+    private let collected = Mutex<[CacheKey]>([])
+
+    init(_ store: DiskResponseStore) {
+        store.evictionHandler = { keys in self.collected.withLock { $0 += keys } }
+    }
+
+    var keys: [CacheKey] { collected.withLock { $0 } }
+}
+
 @Suite("Disk store")
 struct DiskResponseStoreTests {
     typealias E = StoreConformance
+
+    /// Flips a byte in the middle of a key's entry file (and drops a tiered store's copy in memory).
+    static func corrupt(_ store: any ResponseStore, _ key: CacheKey) throws {
+        (store as? TieredResponseStore)?.memory.removeEntry(for: key)
+        let disk = try #require((store as? DiskResponseStore) ?? ((store as? TieredResponseStore)?.back as? DiskResponseStore))
+        let path = disk.files.path + "/" + DiskResponseStore.fileName(for: key) + ".entry"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes[bytes.count / 2] ^= 0x40
+        try overwrite(path, with: bytes)
+    }
 
     @Test("passes the store conformance suite")
     func conformance() throws {
         let directory = TemporaryDirectory()
         var count = 0
-        var open: DiskResponseStore?
-        try StoreConformance(makeStore: {
-            open?.close()
+        var open: [DiskResponseStore] = []
+        defer { open.forEach { $0.close() } }
+        let make = { (countLimit: Int) throws -> any ResponseStore in
             count += 1
-            let store = try DiskResponseStore(directory: directory.url.appendingPathComponent("\(count)"))
-            open = store
+            let store = try DiskResponseStore(directory: directory.url.appendingPathComponent("\(count)"), countLimit: countLimit)
+            open.append(store)
             return store
-        }).run()
+        }
+        try StoreConformance(makeStore: { try make(100_000) }, makeStoreWithCountLimit: make,
+                             corrupt: Self.corrupt, claimsAreExclusive: true).run()
     }
 
     @Test("a tiered store passes the conformance suite too")
     func tieredConformance() throws {
         let directory = TemporaryDirectory()
         var count = 0
-        try StoreConformance(makeStore: {
+        var open: [DiskResponseStore] = []
+        defer { open.forEach { $0.close() } }
+        let make = { (countLimit: Int) throws -> any ResponseStore in
             count += 1
-            return TieredResponseStore(back: try DiskResponseStore(directory: directory.url.appendingPathComponent("\(count)")))
-        }).run()
+            let store = try DiskResponseStore(directory: directory.url.appendingPathComponent("\(count)"), countLimit: countLimit)
+            open.append(store)
+            return TieredResponseStore(back: store)
+        }
+        try StoreConformance(makeStore: { try make(100_000) }, makeStoreWithCountLimit: make,
+                             corrupt: Self.corrupt, claimsAreExclusive: true).run()
     }
 
     @Test("entries, their ages, windows and the order of use survive a restart")
@@ -80,12 +110,14 @@ struct DiskResponseStoreTests {
             store.close()
         }
         let reopened = try DiskResponseStore(directory: directory.url, countLimit: 3, trimRatio: 1)
+        let evicted = Evictions(reopened)
         #expect(reopened.entryCount == 3)
         let a = try #require(try reopened.entry(for: E.entry("/a").key))
         #expect(a.storedAt == E.base && a.windows == .test(fresh: 5, usable: 50))
         #expect(a.age(at: E.base.addingTimeInterval(100)) == 100)
         let result = try reopened.write(E.entry("/d"))
-        #expect(result.evicted == [E.entry("/b").key], "the least recently used before the restart")
+        #expect(reopened.waitForMaintenance())
+        #expect(result.evicted + evicted.keys == [E.entry("/b").key], "the least recently used before the restart")
     }
 
     @Test("a process killed at random moments leaves every readable entry whole and correct")
@@ -102,9 +134,15 @@ struct DiskResponseStoreTests {
             try process.run()
             _ = pipe.fileHandleForReading.availableData // "ready": the store is open
             if round == 0 {
-                #expect(throws: DiskStoreError.directoryInUse(path: directory.path)) {
-                    try DiskResponseStore(directory: directory.url)
+                // Another store opens the directory while the writer runs, and reads whole entries.
+                let reader = try DiskResponseStore(directory: directory.url, byteLimit: 8 << 20, countLimit: 40)
+                for item in 0..<60 {
+                    let key = CacheKey(url: URL(string: "http://crash.test/item/\(item)")!)
+                    guard let entry = try? reader.entry(for: key) else { continue }
+                    let sequence = try #require(entry.headers["X-Seq"].flatMap(Int.init))
+                    #expect(entry.body == CrashBody.body(for: sequence), "entry \(item), sequence \(sequence), read while written")
                 }
+                reader.close()
             }
             // Kill it at a random moment in its loop, and wait for it to end.
             let pid = process.processIdentifier
@@ -162,16 +200,33 @@ struct DiskResponseStoreTests {
         #expect(recorder.kinds.contains { if case .corrupted = $0 { true } else { false } })
     }
 
-    @Test("damaged or foreign entry files found on open are removed; files the store does not name are left alone")
+    @Test("damaged, foreign or older-format entry files found on open are removed; files the store does not name are left alone")
     func corruptionOnOpen() throws {
         let directory = TemporaryDirectory()
         try DiskResponseStore(directory: directory.url).close()
-        let foreign = directory.path + "/" + String(repeating: "ab", count: 32) + ".entry"
+        let foreign = directory.path + "/" + String(repeating: "ab", count: 16) + ".entry"
         try overwrite(foreign, with: Data("not an entry".utf8))
+        let older = directory.path + "/" + String(repeating: "cd", count: 32) + ".entry" // format 2 named files so
+        try overwrite(older, with: Data("HTCE\u{2}".utf8))
         try overwrite(directory.path + "/notes.txt", with: Data("mine".utf8))
         let store = try DiskResponseStore(directory: directory.url)
         #expect(!FileManager.default.fileExists(atPath: foreign))
+        #expect(!FileManager.default.fileExists(atPath: older))
         #expect(FileManager.default.fileExists(atPath: directory.path + "/notes.txt"))
+        #expect(store.entryCount == 0)
+    }
+
+    @Test("an entry of an older format version is a quiet miss, and removed")
+    func olderVersion() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        defer { store.close() }
+        let entry = E.entry("/old")
+        try store.write(entry)
+        let file = directory.path + "/" + DiskResponseStore.fileName(for: entry.key) + ".entry"
+        try overwrite(file, with: Data("HTCE\u{2}\u{0}".utf8) + Data(count: 100)) // as format 2 began
+        #expect(try store.entry(for: entry.key) == nil, "no corruptEntry thrown for an older version")
+        #expect(!FileManager.default.fileExists(atPath: file))
         #expect(store.entryCount == 0)
     }
 
@@ -186,13 +241,16 @@ struct DiskResponseStoreTests {
                                          toPath: directory.path + "/" + DiskResponseStore.fileName(for: b.key) + ".entry")
         #expect(try store.entry(for: b.key) == nil)
         #expect(try store.entry(for: a.key) == a)
+        #expect(directory.entryFiles().count == 2, "a collision removes neither file")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: directory.path + "/" + DiskResponseStore.fileName(for: a.key) + ".entry"))
+        #expect(throws: EntryFileFormat.DecodeError.keyMismatch) { try EntryFileFormat.decode(bytes, expecting: b.key) }
     }
 
     @Test("no key names a path outside the directory")
     func fileNames() {
         for url in ["http://h/../../../etc/passwd", "http://h/%2e%2e/x", "http://h/a b/\u{0}"] {
             let name = DiskResponseStore.fileName(for: CacheKey(method: "GET", normalizedURL: url))
-            #expect(name.count == 64 && name.allSatisfy { $0.isHexDigit && !$0.isUppercase })
+            #expect(name.count == 32 && name.allSatisfy { $0.isHexDigit && !$0.isUppercase })
         }
     }
 
@@ -211,13 +269,16 @@ struct DiskResponseStoreTests {
     func countLimit() throws {
         let directory = TemporaryDirectory()
         let store = try DiskResponseStore(directory: directory.url, countLimit: 10, trimRatio: 0.7)
+        let evictions = Evictions(store)
         for i in 0..<10 { try store.write(E.entry("/\(i)")) }
         _ = try store.entry(for: E.entry("/0").key)
         let result = try store.write(E.entry("/10"))
         #expect(result.stored)
+        #expect(store.waitForMaintenance())
         #expect(store.entryCount == 7)
-        #expect(result.evicted.count == 4)
-        #expect(!result.evicted.contains(E.entry("/0").key), "recently read: kept")
+        let evicted = result.evicted + evictions.keys
+        #expect(evicted.count == 4)
+        #expect(!evicted.contains(E.entry("/0").key), "recently read: kept")
         #expect(try store.entry(for: E.entry("/10").key) != nil)
         #expect(directory.entryFiles().count == 7, "evicted files are deleted")
     }
@@ -234,30 +295,61 @@ struct DiskResponseStoreTests {
         #expect(try store.entry(for: big.key) == nil)
     }
 
-    @Test("a second store on the same directory is refused until the first closes")
-    func exclusive() throws {
+    @Test("two stores on one directory share entries, removals and totals")
+    func shared() throws {
         let directory = TemporaryDirectory()
         let first = try DiskResponseStore(directory: directory.url)
-        #expect(throws: DiskStoreError.directoryInUse(path: directory.path)) { try DiskResponseStore(directory: directory.url) }
-        first.close()
         let second = try DiskResponseStore(directory: directory.url)
-        #expect(second.entryCount == 0)
+        defer { first.close(); second.close() }
+        try first.write(E.entry("/a", body: "from the first"))
+        #expect(try second.entry(for: E.entry("/a").key)?.body == Data("from the first".utf8))
+        #expect(second.entryCount == 1, "the second learns the first's write from the journal")
+        try second.write(E.entry("/b"))
+        try second.removeEntry(for: E.entry("/a").key)
+        #expect(try first.entry(for: E.entry("/a").key) == nil)
+        #expect(first.entryCount == 1)
+        #expect(first.totalBytes == E.entry("/b").byteCount)
+        #expect(first.entryInfos().map(\.key) == [E.entry("/b").key])
+        #expect(first.partitionSecret() == second.partitionSecret())
     }
 
-    @Test("a per-session store is wiped when opened and when closed")
+    @Test("a per-session store keeps its entries in a folder of its own, removed when it closes")
     func perSession() throws {
         let directory = TemporaryDirectory()
         let permanent = try DiskResponseStore(directory: directory.url)
         try permanent.write(E.entry("/old"))
-        permanent.close()
         let session = try DiskResponseStore(directory: directory.url, policy: .perSession)
-        #expect(session.entryCount == 0, "wiped on open")
+        let other = try DiskResponseStore(directory: directory.url, policy: .perSession)
+        #expect(session.entryCount == 0, "the shared entries are not the session's")
         #expect(try session.entry(for: E.entry("/old").key) == nil)
         try session.write(E.entry("/new"))
         #expect(session.entryCount == 1)
+        #expect(try other.entry(for: E.entry("/new").key) == nil, "sessions do not share")
+        #expect(try permanent.entry(for: E.entry("/new").key) == nil)
+        #expect(permanent.entryCount == 1)
         session.close()
-        #expect(directory.entryFiles().isEmpty, "wiped on close")
-        #expect(try DiskResponseStore(directory: directory.url).entryCount == 0)
+        other.close()
+        let sessions = (try? FileManager.default.contentsOfDirectory(atPath: directory.path + "/sessions")) ?? []
+        #expect(sessions.isEmpty, "removed on close: \(sessions)")
+        #expect(try permanent.entry(for: E.entry("/old").key) != nil, "the shared entries stay")
+        permanent.close()
+    }
+
+    @Test("a session folder left by a crashed store is removed by the next store to open the directory")
+    func abandonedSession() throws {
+        let directory = TemporaryDirectory()
+        try DiskResponseStore(directory: directory.url).close()
+        let abandoned = directory.path + "/sessions/s-0123456789abcdef"
+        try FileManager.default.createDirectory(atPath: abandoned, withIntermediateDirectories: true)
+        try overwrite(abandoned + "/session.lock", with: Data())
+        try overwrite(abandoned + "/" + String(repeating: "ab", count: 16) + ".entry", with: Data("left over".utf8))
+        let live = try DiskResponseStore(directory: directory.url, policy: .perSession)
+        try live.write(E.entry("/live"))
+        let store = try DiskResponseStore(directory: directory.url)
+        #expect(!FileManager.default.fileExists(atPath: abandoned))
+        #expect(try live.entry(for: E.entry("/live").key) != nil, "a live session is left alone")
+        live.close()
+        store.close()
     }
 
     @Test("opening reads the index, not the bodies")

@@ -282,8 +282,8 @@ struct HTTPFieldParsingTests {
         #expect(directives.delta("max-stale") == .absent)
     }
 
-    @Test("RFC 9111 §5.4: Pragma: no-cache adds no-cache", arguments: [
-        (nil, "no-cache", true), (nil, "No-Cache", true), (nil, "x, no-cache", true), ("max-age=5", "no-cache", true),
+    @Test("RFC 9111 §5.4: Pragma: no-cache adds no-cache, and is ignored beside Cache-Control", arguments: [
+        (nil, "no-cache", true), (nil, "No-Cache", true), (nil, "x, no-cache", true), ("max-age=5", "no-cache", false),
         (nil, "no-cache=1", false), (nil, "", false), (nil, "nocache", false),
     ] as [(String?, String, Bool)])
     func pragma(field: String?, pragma: String, expected: Bool) {

@@ -1,57 +1,116 @@
 import Foundation
+import Synchronization
 
 /// A memory store in front of another store (usually a `DiskResponseStore`): reads fill
 /// memory, writes and removals go to both, and each applies its own limits.
 ///
-/// Sizes and counts are the back store's: it holds everything the memory store holds.
+/// Sizes, counts, listings, the partition secret and refresh claims are the back store's: it
+/// holds everything the memory store holds. A removal or a newer write always wins over a
+/// read in flight: a read fills memory only if no write or removal of its key began while it
+/// read the back store. Entries a `DiskResponseStore` evicts in the background leave memory
+/// too (the tiered store takes over its `evictionHandler`; set the tiered store's instead).
 public final class TieredResponseStore: ResponseStore {
     /// The fast front tier.
     public let memory: MemoryResponseStore
     /// The tier that holds everything.
     public let back: any ResponseStore
 
+    private let shared = Shared()
+    /// The back store as a disk store, told of memory hits so its order of use stays right.
+    private let disk: DiskResponseStore?
+
     /// A tiered store. The default front is a `MemoryResponseStore` of 32 MiB and 1,000 entries.
     public init(memory: MemoryResponseStore? = nil, back: any ResponseStore) {
-        self.memory = memory ?? (try! MemoryResponseStore(byteLimit: 32 << 20, countLimit: 1000))
+        let memory = memory ?? (try! MemoryResponseStore(byteLimit: 32 << 20, countLimit: 1000))
+        self.memory = memory
         self.back = back
+        disk = back as? DiskResponseStore
+        if let disk {
+            let shared = self.shared, previous = disk.evictionHandler
+            disk.evictionHandler = { keys in
+                shared.forget(keys, in: memory)
+                previous?(keys)
+                shared.report(keys)
+            }
+        }
     }
 
-    /// The entry from memory, else from the back store (then kept in memory too).
+    /// Called with the keys the back store evicted in the background (a `DiskResponseStore`'s
+    /// `evictionHandler`), after they left memory; without a handler they are reported in the
+    /// `evicted` of the next write's result. The default is nil.
+    public var evictionHandler: (@Sendable ([CacheKey]) -> Void)? {
+        get { shared.handler.withLock { $0 } }
+        set { shared.handler.withLock { $0 = newValue } }
+    }
+
+    /// The entry from memory (a use the back store is told of), else from the back store
+    /// (then kept in memory too, unless a write or removal of the key began meanwhile).
+    /// - Throws: what the back store throws.
     public func entry(for key: CacheKey) throws -> CacheEntry? {
-        if let entry = memory.entry(for: key) { return entry }
+        if let entry = memory.entry(for: key) {
+            disk?.noteUse(of: key)
+            return entry
+        }
+        let stripe = Shared.stripe(of: key)
+        let before = shared.versions.withLock { $0[stripe] }
         guard let entry = try back.entry(for: key) else { return nil }
-        memory.write(entry)
+        shared.versions.withLock { versions in
+            if versions[stripe] == before { memory.write(entry) }
+        }
         return entry
     }
 
     /// Writes to the back store, then to memory; what the back store evicts leaves memory too.
+    /// - Throws: what the back store throws (memory then drops the key).
     @discardableResult
     public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
-        let result = try back.write(entry)
-        if result.stored { memory.write(entry) } else { memory.removeEntry(for: entry.key) }
-        for key in result.evicted { memory.removeEntry(for: key) }
+        var result = StoreWriteResult(stored: false)
+        defer {
+            shared.versions.withLock { versions in
+                versions[Shared.stripe(of: entry.key)] &+= 1
+                if result.stored { memory.write(entry) } else { memory.removeEntry(for: entry.key) }
+            }
+            shared.forget(result.evicted, in: memory)
+        }
+        result = try back.write(entry)
+        result.evicted += shared.takeUnreported()
         return result
     }
 
     /// Removes the entry from both tiers.
+    /// - Throws: what the back store throws.
     public func removeEntry(for key: CacheKey) throws {
         memory.removeEntry(for: key)
+        defer { shared.forget([key], in: memory) }
         try back.removeEntry(for: key)
     }
 
     /// Removes every entry from both tiers, reporting the back store's progress.
+    /// - Throws: what the back store throws.
     public func removeAll(progress: (RemovalProgress) -> Void) throws {
         memory.removeAll(progress: { _ in })
+        defer { shared.forgetAll(in: memory) { $0.removeAll(progress: { _ in }) } }
         try back.removeAll(progress: progress)
     }
 
     /// Removes the matching entries from both tiers, reporting the back store's progress.
+    /// - Throws: what the back store throws.
     public func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
         memory.removeEntries(where: predicate, progress: { _ in })
         try back.removeEntries(where: predicate, progress: progress)
+        // Reads in flight may have brought removed entries back: keep only what the back store has.
+        let remaining = (try? back.entryInfos()).map { Set($0.map(\.key)) }
+        shared.forgetAll(in: memory) { memory in
+            if let remaining {
+                memory.removeEntries(where: { !remaining.contains($0.key) }, progress: { _ in })
+            } else {
+                memory.removeAll(progress: { _ in })
+            }
+        }
     }
 
     /// The back store's metadata: it holds everything memory holds.
+    /// - Throws: what the back store throws.
     public func entryInfos() throws -> [StoredEntryInfo] { try back.entryInfos() }
 
     /// From memory if there; else only a read of the back store can tell.
@@ -64,6 +123,7 @@ public final class TieredResponseStore: ResponseStore {
     public var maxEntrySize: Int { back.maxEntrySize }
 
     /// The back store's secret.
+    /// - Throws: what the back store throws.
     public func partitionSecret() throws -> [UInt8] { try back.partitionSecret() }
 
     /// Claimed in the back store, which other processes share.
@@ -76,4 +136,50 @@ public final class TieredResponseStore: ResponseStore {
     public var totalBytes: Int { back.totalBytes }
     /// The back store's entry count.
     public var entryCount: Int { back.entryCount }
+
+    /// What the store and its back store's eviction handler share.
+    private final class Shared: Sendable {
+        /// Per-key versions, in stripes: bumped by every write and removal, checked by a read
+        /// before it fills memory. Keys sharing a stripe only cost a fill now and then.
+        let versions = Mutex([UInt64](repeating: 0, count: 64))
+        let handler = Mutex<(@Sendable ([CacheKey]) -> Void)?>(nil)
+        /// Background evictions waiting for a write to report them (no handler was set).
+        private let unreported = Mutex<[CacheKey]>([])
+
+        func report(_ keys: [CacheKey]) {
+            if let handler = handler.withLock({ $0 }) { return handler(keys) }
+            unreported.withLock { unreported in
+                unreported += keys
+                if unreported.count > 10_000 { unreported.removeFirst(unreported.count - 10_000) }
+            }
+        }
+
+        func takeUnreported() -> [CacheKey] {
+            unreported.withLock { unreported in
+                defer { unreported.removeAll() }
+                return unreported
+            }
+        }
+
+        static func stripe(of key: CacheKey) -> Int { key.hashValue & 63 }
+
+        /// Drops keys from memory, so no read in flight brings them back.
+        func forget(_ keys: [CacheKey], in memory: MemoryResponseStore) {
+            guard !keys.isEmpty else { return }
+            versions.withLock { versions in
+                for key in keys {
+                    versions[Self.stripe(of: key)] &+= 1
+                    memory.removeEntry(for: key)
+                }
+            }
+        }
+
+        /// Changes memory wholesale, so no read in flight brings anything back.
+        func forgetAll(in memory: MemoryResponseStore, _ change: (MemoryResponseStore) -> Void) {
+            versions.withLock { versions in
+                for index in versions.indices { versions[index] &+= 1 }
+                change(memory)
+            }
+        }
+    }
 }

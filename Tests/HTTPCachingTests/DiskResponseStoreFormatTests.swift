@@ -1,0 +1,303 @@
+import Foundation
+import Testing
+@testable import HTTPCaching
+import HTTPCachingTestKit
+@testable import store_stress_worker
+
+/// The pseudo-random bytes of xxHash's sanity checks (xsum_sanity_check.c), which its
+/// published vectors hash.
+func xxhashSanityBuffer(_ count: Int) -> [UInt8] {
+    var generator: UInt64 = 2_654_435_761
+    return (0..<count).map { _ in
+        defer { generator &*= 11_400_714_785_074_694_797 }
+        return UInt8(generator >> 56)
+    }
+}
+
+@Suite("Hashes")
+struct HashTests {
+    @Test("XXH64 matches the published vectors", arguments: [
+        ("", 0xEF46_DB37_51D8_E999), ("a", 0xD24E_C4F1_A98C_6E5B), ("abc", 0x44BC_2CF5_AD77_0999),
+        ("message digest", 0x066E_D728_FCEE_B3BE), ("abcdefghijklmnopqrstuvwxyz", 0xCFE1_F278_FA89_835C),
+        ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", 0xAAA4_6907_D304_7814),
+        (String(repeating: "1234567890", count: 8), 0xE04A_477F_19EE_145D),
+        ("Nobody inspects the spammish repetition", 0xFBCE_A83C_8A37_8BF1),
+    ] as [(String, UInt64)])
+    func xxh64(input: String, digest: UInt64) {
+        #expect(XXH64.hash(Array(input.utf8)) == digest)
+    }
+
+    @Test("XXH64 matches the sanity-check vectors, seeded and not", arguments: [
+        (0, 0, 0xEF46_DB37_51D8_E999), (0, 2_654_435_761, 0xAC75_FDA2_929B_17EF), (1, 0, 0xE934_A84A_DB05_2768),
+        (1, 2_654_435_761, 0x5014_6076_43A9_B4C3), (4, 0, 0x9136_A0DC_A574_57EE), (14, 0, 0x8282_DCC4_994E_35C8),
+        (14, 2_654_435_761, 0xC3BD_6BF6_3DEB_6DF0), (222, 0, 0xB641_AE8C_B691_C174), (222, 2_654_435_761, 0x20CB_8AB7_AE10_C14A),
+    ] as [(Int, UInt64, UInt64)])
+    func xxh64Sanity(length: Int, seed: UInt64, digest: UInt64) {
+        #expect(XXH64.hash(xxhashSanityBuffer(length), seed: seed) == digest)
+    }
+
+    @Test("XXH3-64 matches the sanity-check vectors at every length class", arguments: [
+        (0, 0x2D06_8005_38D3_94C2), (1, 0xC44B_DFF4_074E_ECDB), (6, 0x27B5_6A84_CD2D_7325), (12, 0xA713_DAF0_DFBB_77E7),
+        (24, 0xA3FE_70BF_9D35_10EB), (48, 0x397D_A259_ECBA_1F11), (80, 0xBCDE_FBBB_2C47_C90A), (195, 0xCD94_217E_E362_EC3A),
+        (403, 0xCDEB_804D_65C6_DEA4), (512, 0x617E_4959_9013_CB6B), (2048, 0xDD59_E2C3_A5F0_38E0), (2099, 0xC6B9_D9B3_FC9A_C765),
+        (2240, 0x6E73_A905_39CF_2948), (2367, 0xCB37_AEB9_E5D3_61ED),
+    ] as [(Int, UInt64)])
+    func xxh3(length: Int, digest: UInt64) {
+        #expect(XXH3.hash(xxhashSanityBuffer(length)) == digest)
+    }
+
+    @Test("HMAC-SHA-256 matches RFC 4231", arguments: [
+        ([UInt8](repeating: 0x0b, count: 20), Array("Hi There".utf8),
+         "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
+        (Array("Jefe".utf8), Array("what do ya want for nothing?".utf8),
+         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+        ([UInt8](repeating: 0xaa, count: 20), [UInt8](repeating: 0xdd, count: 50),
+         "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
+        (Array(1...25), [UInt8](repeating: 0xcd, count: 50),
+         "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
+        ([UInt8](repeating: 0x0c, count: 20), Array("Test With Truncation".utf8),
+         "a3b6167473100ee06e0c796c2955552b"), // test case 5: the first 128 bits
+        ([UInt8](repeating: 0xaa, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8),
+         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+        ([UInt8](repeating: 0xaa, count: 131),
+         Array("This is a test using a larger than block-size key and a larger than block-size data. The key needs to be hashed before being used by the HMAC algorithm.".utf8),
+         "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"),
+    ] as [([UInt8], [UInt8], String)])
+    func hmac(key: [UInt8], message: [UInt8], code: String) {
+        let hex = HMACSHA256.authenticationCode(key: key, message: message).map { String(format: "%02x", $0) }.joined()
+        #expect(hex.hasPrefix(code) && hex.count == 64)
+    }
+}
+
+@Suite("Entry file format")
+struct EntryFileFormatTests {
+    typealias E = StoreConformance
+
+    static func keys() -> [CacheKey] {
+        var keys = [CacheKey(url: URL(string: "http://example.test/a?b=c")!)]
+        var key = keys[0]
+        key.method = "HEAD"; keys.append(key)
+        key.partition = CredentialPartition(rawValue: "00112233445566778899aabbccddeeff"); keys.append(key)
+        key.variant = "accept-language=en"; keys.append(key)
+        key.namespace = "ns with spaces %41 and ünïcødé"; keys.append(key)
+        keys.append(CacheKey(method: "GET", normalizedURL: "http://h/\u{0}\n\r %zz", variant: "v\n", namespace: "1:2"))
+        keys.append(CacheKey(method: "M", normalizedURL: String(repeating: "x", count: 12_345)))
+        return keys
+    }
+
+    @Test("every field survives encoding, the body first and not copied")
+    func roundTrip() throws {
+        for key in Self.keys() {
+            let entry = CacheEntry(key: key, url: URL(string: "https://example.test/redirected")!, statusCode: 299,
+                                   headers: ["ETag": "\"x\"", "X-Ünïcødé": "välue", "Empty": ""],
+                                   body: Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 13) }),
+                                   storedAt: Date(timeIntervalSinceReferenceDate: 123_456.789_012_345),
+                                   windows: .test(fresh: 1.5, usable: 1e9), varyValues: ["accept": "*/*", "x": ""],
+                                   generation: 0xDEAD_BEEF_0000_0001, usefulUntil: Date(timeIntervalSince1970: 2e9))
+            let encoded = EntryFileFormat.encode(entry)
+            let decoded = try EntryFileFormat.decode(encoded, expecting: key)
+            #expect(decoded == entry)
+            #expect(try EntryFileFormat.decode(encoded) == entry, "without an expected key, the stored one")
+            #expect(decoded.body.startIndex == 0)
+            #expect(encoded.prefix(entry.body.count) == entry.body, "the body comes first")
+        }
+    }
+
+    @Test("the storage bytes the store hashes are exactly CacheKey.storageString, and parse back to the key")
+    func storageBytes() {
+        for key in Self.keys() {
+            let bytes = EntryName.storageBytes(of: key)
+            #expect(bytes == Array(key.storageString.utf8))
+            #expect(bytes.withUnsafeBytes { Journal.storageKey($0) } == CacheKey(storageString: key.storageString))
+            #expect(EntryName(key).hex.count == 32)
+        }
+    }
+
+    @Test("an older version is reported as such; bytes of another key as a typed mismatch")
+    func typedErrors() throws {
+        let entry = E.entry("/a")
+        #expect(throws: EntryFileFormat.DecodeError.unsupportedVersion(2)) {
+            try EntryFileFormat.decode(Data("HTCE\u{2}\u{0}".utf8) + Data(count: 60))
+        }
+        #expect(throws: EntryFileFormat.DecodeError.keyMismatch) {
+            try EntryFileFormat.decode(EntryFileFormat.encode(entry), expecting: E.entry("/b").key)
+        }
+        #expect(throws: EntryFileFormat.DecodeError.truncated) { try EntryFileFormat.decode(Data()) }
+    }
+}
+
+@Suite("Fuzzing the entry decoder and the index replay")
+struct DiskStoreFuzzTests {
+    typealias E = StoreConformance
+
+    /// A random entry (body, headers, keys of every shape).
+    static func randomEntry(_ random: inout SplitMix64) -> CacheEntry {
+        let keys = EntryFileFormatTests.keys()
+        var entry = E.entry("/fuzz/\(random.next() % 1000)", body: "",
+                            windows: random.next() % 2 == 0 ? nil : .test(fresh: 1, usable: 2),
+                            usefulUntil: random.next() % 2 == 0 ? nil : E.base)
+        if random.next() % 3 == 0 { entry.key = keys[Int(random.next() % UInt64(keys.count))] }
+        entry.body = Data((0..<Int(random.next() % 3000)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        for i in 0..<Int(random.next() % 5) { entry.headers["X-\(i)"] = String(random.next()) }
+        return entry
+    }
+
+    static func mutate(_ bytes: [UInt8], _ other: [UInt8], _ random: inout SplitMix64) -> [UInt8] {
+        var bytes = bytes
+        switch random.next() % 5 {
+        case 0: // flip one to three bits
+            for _ in 0...(random.next() % 3) where !bytes.isEmpty {
+                bytes[Int(random.next() % UInt64(bytes.count))] ^= UInt8(1) << (random.next() % 8)
+            }
+        case 1: // truncate
+            bytes.removeLast(Int(random.next() % UInt64(bytes.count + 1)))
+        case 2: // extend
+            bytes += (0..<(1 + random.next() % 64)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        case 3: // splice: a prefix of one, a suffix of another
+            let cut = Int(random.next() % UInt64(bytes.count + 1)), from = Int(random.next() % UInt64(other.count + 1))
+            bytes = Array(bytes[..<cut]) + Array(other[from...])
+        default: // overwrite a run with random bytes
+            guard !bytes.isEmpty else { break }
+            let start = Int(random.next() % UInt64(bytes.count))
+            for i in start..<min(bytes.count, start + 1 + Int(random.next() % 16)) { bytes[i] = UInt8(truncatingIfNeeded: random.next()) }
+        }
+        return bytes
+    }
+
+    @Test("the entry decoder on random and mutated bytes: no crash, and anything it accepts is a valid encoding")
+    func decoder() {
+        var random = SplitMix64(seed: 0x5EED_0001)
+        let entries = (0..<40).map { _ in Self.randomEntry(&random) }
+        let encodings = entries.map { Array(EntryFileFormat.encode($0)) }
+        var accepted = 0
+        for round in 0..<3000 {
+            let bytes: [UInt8]
+            if round % 4 == 0 {
+                bytes = (0..<Int(random.next() % 400)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            } else {
+                let index = Int(random.next() % UInt64(encodings.count))
+                bytes = Self.mutate(encodings[index], encodings[Int(random.next() % UInt64(encodings.count))], &random)
+            }
+            guard let decoded = try? EntryFileFormat.decode(Data(bytes)) else { continue }
+            accepted += 1
+            // Only an intact encoding (a splice can rebuild one exactly) is accepted, whole.
+            #expect(Array(EntryFileFormat.encode(decoded)) == bytes, "round \(round) accepted changed bytes")
+            #expect(entries.contains(decoded), "round \(round) decoded an entry never encoded")
+        }
+        #expect(accepted < 300, "\(accepted) of 3000 mutated inputs decoded")
+    }
+
+    @Test("the metadata parser behind valid checksums: random metadata never crashes it")
+    func metadataBehindValidChecksums() {
+        var random = SplitMix64(seed: 0x5EED_0002)
+        let encoded = Array(EntryFileFormat.encode(E.entry("/m", body: "body")))
+        let metadataLength = encoded.count - 4 - EntryFileFormat.trailerSize
+        for _ in 0..<3000 {
+            // A real metadata block, mutated, then sealed with correct checksums.
+            var metadata = Array(encoded[4..<(4 + metadataLength)])
+            metadata = Self.mutate(metadata, metadata, &random)
+            var trailer = Array(encoded.suffix(EntryFileFormat.trailerSize))
+            withUnsafeBytes(of: UInt32(metadata.count).littleEndian) { trailer.replaceSubrange(8..<12, with: $0) }
+            let check = (metadata + trailer[0..<24]).withUnsafeBytes { XXH3.hash($0) }
+            withUnsafeBytes(of: check.littleEndian) { trailer.replaceSubrange(24..<32, with: $0) }
+            _ = try? EntryFileFormat.decode(Data(Array(encoded[0..<4]) + metadata + trailer))
+        }
+    }
+
+    static func journal(_ records: [JournalRecord]) -> [UInt8] {
+        records.flatMap(Journal.line)
+    }
+
+    static func randomRecords(_ random: inout SplitMix64, count: Int) -> [JournalRecord] {
+        let entries = (0..<20).map { _ in Self.randomEntry(&random) }
+        return (0..<count).map { _ in
+            let entry = entries[Int(random.next() % UInt64(entries.count))]
+            let name = EntryName(entry.key)
+            switch random.next() % 10 {
+            case 0..<5: return .put(name, IndexEntry(entry))
+            case 5..<7: return .remove(name)
+            case 7..<9: return .access(name)
+            default: return random.next() % 4 == 0 ? .clear : .access(name)
+            }
+        }
+    }
+
+    static func replay(_ bytes: [UInt8]) -> Index {
+        var index = Index()
+        bytes.withUnsafeBytes { _ = index.replay($0) }
+        return index
+    }
+
+    static func checkInvariants(_ index: Index) {
+        #expect(index.bytes == index.entries.values.reduce(0) { $0 + $1.size })
+        for (name, entry) in index.entries { #expect(EntryName(entry.key) == name) }
+    }
+
+    @Test("the index replay on random bytes: no crash, nothing absurd trusted")
+    func replayRandom() {
+        var random = SplitMix64(seed: 0x5EED_0003)
+        for _ in 0..<500 {
+            let bytes = (0..<Int(random.next() % 2000)).map { _ -> UInt8 in
+                let byte = UInt8(truncatingIfNeeded: random.next())
+                return byte % 16 == 0 ? 10 : byte
+            }
+            let index = Self.replay(bytes)
+            #expect(index.count == 0, "random bytes made an entry")
+            Self.checkInvariants(index)
+        }
+    }
+
+    @Test("the index replay on mutated journals: a damaged line is skipped, as if absent; a torn end waits")
+    func replayMutated() {
+        var random = SplitMix64(seed: 0x5EED_0004)
+        for _ in 0..<200 {
+            let records = Self.randomRecords(&random, count: 1 + Int(random.next() % 40))
+            let lines = records.map(Journal.line)
+            // One byte of one line changed (never its newline): that line is skipped.
+            let damaged = Int(random.next() % UInt64(lines.count))
+            var mutated = lines
+            let at = Int(random.next() % UInt64(lines[damaged].count - 1))
+            mutated[damaged][at] ^= UInt8(1 + random.next() % 255)
+            if mutated[damaged][at] == 10 { mutated[damaged][at] = 11 }
+            var without = lines
+            without.remove(at: damaged)
+            let expected = Self.replay(without.flatMap { $0 })
+            let actual = Self.replay(mutated.flatMap { $0 })
+            #expect(actual.entries == expected.entries)
+            Self.checkInvariants(actual)
+            // Cut anywhere: the complete lines before the cut count, the torn one waits.
+            let whole = lines.flatMap { $0 }
+            let cut = Int(random.next() % UInt64(whole.count + 1))
+            var index = Index()
+            let consumed = whole[..<cut].withUnsafeBytes { index.replay($0).consumed }
+            let completeLines = whole[..<consumed].filter { $0 == 10 }.count
+            #expect(index.entries == Self.replay(lines.prefix(completeLines).flatMap { $0 }).entries)
+            // Garbage glued to the front of a line spoils that line only.
+            var glued = lines
+            glued[damaged] = Array("P 12 x".utf8) + glued[damaged]
+            #expect(Self.replay(glued.flatMap { $0 }).entries == expected.entries)
+        }
+    }
+
+    @Test("the storage-key parser agrees with CacheKey(storageString:) on random and mutated strings")
+    func storageKeyParser() {
+        var random = SplitMix64(seed: 0x5EED_0005)
+        let valid = EntryFileFormatTests.keys().map { Array($0.storageString.utf8) }
+        for round in 0..<3000 {
+            let bytes = round % 3 == 0
+                ? (0..<Int(random.next() % 40)).map { _ in Array("k1|0123456789:ab".utf8)[Int(random.next() % 16)] }
+                : Self.mutate(valid[Int(random.next() % UInt64(valid.count))], valid[0], &random)
+            let ours = bytes.withUnsafeBytes { Journal.storageKey($0) }
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                #expect(ours == nil)
+                continue
+            }
+            let theirs = CacheKey(storageString: text)
+            if let ours {
+                #expect(ours == theirs && ours.storageString == text, "\(text)")
+            } else if let theirs {
+                #expect(theirs.storageString != text, "rejected a canonical storage string: \(text)")
+            }
+        }
+    }
+}

@@ -37,7 +37,9 @@ final class RedisServer: @unchecked Sendable {
     /// - Throws: `Failure` when `redis-server` is missing or does not answer PING in time.
     init(_ arguments: [String] = []) throws {
         guard let executable = Self.executable else {
-            throw Failure(description: Self.isRequired ? "HTTP_CACHING_REQUIRE_REDIS=1 but " + Self.skipMessage : Self.skipMessage)
+            throw Failure(description: Self.isRequired
+                ? "HTTP_CACHING_REQUIRE_REDIS=1 requires redis-server on PATH, and there is none: install it (apt-get install redis-server) or run .ci/run"
+                : Self.skipMessage)
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

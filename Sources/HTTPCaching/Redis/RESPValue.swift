@@ -22,11 +22,6 @@ enum RESPValue: Sendable, Equatable {
         }
     }
 
-    /// The text of a bulk string or simple string, if it is UTF-8.
-    var string: String? {
-        bytes.flatMap { String(validating: $0, as: UTF8.self) }
-    }
-
     /// The server's message, for an error reply.
     var errorMessage: String? {
         if case .error(let message) = self { return message }

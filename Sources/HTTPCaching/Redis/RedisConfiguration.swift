@@ -24,8 +24,9 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// How long to wait for a TCP connection (and its `AUTH` and `SELECT`) before a call fails
     /// as unavailable. The default is 500 milliseconds.
     public var connectTimeout: TimeInterval
-    /// How long one call may wait for its replies, and for a free connection when all are
-    /// busy, before it fails as unavailable. The default is 1 second.
+    /// How long one call may take to send its commands and read their replies, and how long
+    /// it may wait for a free connection when all are busy, before it fails as unavailable.
+    /// The default is 1 second.
     public var commandTimeout: TimeInterval
     /// After a failed connection, how long calls fail at once instead of trying again, so a
     /// server that is down costs callers nothing while it stays down. The default is 1 second.
@@ -109,6 +110,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         }
         try check(!host.isEmpty, "the host is empty")
         try check((1...65_535).contains(port), "the port \(port) is not between 1 and 65535")
+        try check(username == nil || password != nil, "a username without a password")
         try check(database >= 0, "the database \(database) is negative")
         try check(!keyPrefix.isEmpty, "the key prefix is empty")
         try check(connectTimeout > 0 && connectTimeout.isFinite, "connectTimeout \(connectTimeout) is not a positive number of seconds")

@@ -156,6 +156,9 @@ final class RedisConnection: @unchecked Sendable {
 
     private func receive(deadline: Deadline, what: String) throws(RedisClientError) {
         while true {
+            // Wait first: right after a send, a reply is almost never there yet, and a recv
+            // that finds nothing would cost a system call.
+            try wait(for: Int16(POLLIN), deadline: deadline, what: "the reply to \(what)")
             let count = scratch.withUnsafeMutableBytes { buffer in recv(fd, buffer.baseAddress!, buffer.count, 0) }
             if count > 0 {
                 scratch.withUnsafeBytes { parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
@@ -166,7 +169,6 @@ final class RedisConnection: @unchecked Sendable {
             guard errno == EAGAIN || errno == EWOULDBLOCK else {
                 throw RedisClientError(.closed, "reading the reply to \(what) failed: \(String(cString: strerror(errno)))")
             }
-            try wait(for: Int16(POLLIN), deadline: deadline, what: "the reply to \(what)")
         }
     }
 

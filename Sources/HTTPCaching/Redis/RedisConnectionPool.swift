@@ -49,16 +49,6 @@ final class RedisConnectionPool: Sendable {
         return try body(connection)
     }
 
-    /// Closes every idle connection (busy ones close when they come back broken, or on the
-    /// next check).
-    func closeIdleConnections() {
-        let closing = idle.withLock { list in
-            defer { list.removeAll() }
-            return list
-        }
-        for connection in closing { connection.close() }
-    }
-
     private func checkOut() throws(RedisClientError) -> RedisConnection {
         while let connection = idle.withLock({ $0.popLast() }) {
             if connection.isUsableWhenIdle { return connection }

@@ -84,10 +84,11 @@ struct RedisConfigurationTests {
         let layout = RedisEntryLayout(prefix: "a*b?[c]\\:")
         let key = E.entry("/k").key
         let entryKey = String(decoding: layout.entryKey(key), as: UTF8.self)
-        #expect(entryKey.hasPrefix("a*b?[c]\\:e:") && entryKey.count == "a*b?[c]\\:e:".count + 64)
+        let entryPrefix = "a*b?[c]\\:e\(EntryFileFormat.version)-\(RedisEntryMetadata.version):"
+        #expect(entryKey.hasPrefix(entryPrefix) && entryKey.count == entryPrefix.count + 64, "\(entryKey)")
         #expect(String(decoding: layout.claimKey(key), as: UTF8.self).hasPrefix("a*b?[c]\\:claim:"))
         #expect(String(decoding: layout.secretKey, as: UTF8.self) == "a*b?[c]\\:secret")
-        #expect(String(decoding: layout.entryPattern, as: UTF8.self) == "a\\*b\\?\\[c\\]\\\\:e:*")
+        #expect(String(decoding: layout.entryPattern, as: UTF8.self) == "a\\*b\\?\\[c\\]\\\\:e*")
         var other = key
         other.namespace = "n"
         #expect(layout.entryKey(other) != layout.entryKey(key), "every part of the key makes its own Redis key")

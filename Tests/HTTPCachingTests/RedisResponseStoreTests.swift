@@ -92,6 +92,34 @@ struct RedisResponseStoreTests {
         #expect(try store.entry(for: other.key) == other)
     }
 
+    @Test("entries of another format version (a rolling upgrade) are never read as this version's nor removed as damage; listing and removeAll cover them")
+    func otherVersions() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let store = try server.makeStore()
+        let prefix = store.configuration.keyPrefix
+        let entry = E.entry("/v")
+        try store.write(entry)
+        let own = store.layout.entryKey(entry.key)
+        guard case .bulkString(let metadata?) = try server.command("HGET", own, "m") else {
+            throw RedisServer.Failure(description: "no metadata")
+        }
+        // An older host's entry for the same key (another EntryFileFormat version), and a newer
+        // host's with metadata of a version this one does not know.
+        let older = Array((prefix + "e1-1:").utf8) + own.suffix(64)
+        let newer = Array((prefix + "e9-9:").utf8) + own.suffix(64)
+        var newerMetadata = metadata
+        newerMetadata[4] = 9
+        _ = try server.command("HSET", older, "m", metadata, "d", "an older encoding")
+        _ = try server.command("HSET", newer, "m", newerMetadata, "d", "a newer encoding")
+        try store.removeEntry(for: entry.key)
+        #expect(try store.entry(for: entry.key) == nil, "another version's entry is not this version's")
+        #expect(try store.entryInfos().map(\.key) == [entry.key], "the older entry is listed by its metadata")
+        #expect(try server.command("EXISTS", newer) == .integer(1), "newer metadata is not removed as damage")
+        try store.removeAll()
+        #expect(try server.command("EXISTS", older) == .integer(0) && server.command("EXISTS", newer) == .integer(0))
+    }
+
     @Test("listing reads only the metadata field: no body crosses the wire; foreign values are skipped and removed")
     func listingWithoutBodies() throws {
         let server = try RedisServer()

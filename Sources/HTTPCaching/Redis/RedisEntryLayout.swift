@@ -3,10 +3,13 @@ import Foundation
 /// How a `RedisResponseStore` lays its data out in Redis.
 ///
 /// Every key starts with the configured prefix:
-/// - `<prefix>e:<sha256 of the key's storageString>`: one entry, a hash of two fields, `m`
-///   (the small metadata below, for listing without bodies) and `d` (the entry in
+/// - `<prefix>e<format>:<sha256 of the key's storageString>`: one entry, a hash of two fields,
+///   `m` (the small metadata below, for listing without bodies) and `d` (the entry in
 ///   `EntryFileFormat`). One key per entry, so its time to live and Redis's own eviction
 ///   always take both fields together: listing never finds metadata whose body is gone.
+///   `<format>` names the versions of both encodings (`2-1`), so during a rolling upgrade
+///   hosts of two versions sharing a server miss each other's entries instead of deleting
+///   them as damaged; listing and removal cover every version.
 /// - `<prefix>claim:<sha256>`: a background-refresh claim, a random token with the lease as
 ///   its time to live.
 /// - `<prefix>secret`: the 32-byte partition secret, with no time to live.
@@ -17,8 +20,11 @@ struct RedisEntryLayout: Sendable {
         self.prefix = Array(prefix.utf8)
     }
 
+    /// The versions of the two encodings an entry is written in.
+    static let format = "\(EntryFileFormat.version)-\(RedisEntryMetadata.version)"
+
     func entryKey(_ key: CacheKey) -> [UInt8] {
-        prefix + Array("e:".utf8) + Self.digest(key)
+        prefix + Array("e\(Self.format):".utf8) + Self.digest(key)
     }
 
     func claimKey(_ key: CacheKey) -> [UInt8] {
@@ -27,7 +33,8 @@ struct RedisEntryLayout: Sendable {
 
     var secretKey: [UInt8] { prefix + Array("secret".utf8) }
 
-    /// The `SCAN MATCH` pattern of every entry key: the prefix with its glob characters escaped.
+    /// The `SCAN MATCH` pattern of every entry key, of every format: the prefix with its glob
+    /// characters escaped, then `e*`.
     var entryPattern: [UInt8] {
         var pattern: [UInt8] = []
         for byte in prefix {
@@ -36,7 +43,7 @@ struct RedisEntryLayout: Sendable {
             }
             pattern.append(byte)
         }
-        return pattern + Array("e:*".utf8)
+        return pattern + Array("e*".utf8)
     }
 
     private static func digest(_ key: CacheKey) -> [UInt8] {
@@ -83,6 +90,8 @@ struct RedisEntryMetadata: Equatable {
 
     struct DecodeError: Error, CustomStringConvertible {
         let description: String
+        /// Whether it is metadata of another version (from an older or newer host), not damage.
+        var isOtherVersion = false
     }
 
     static let magic = Array("HTCM".utf8)
@@ -114,7 +123,9 @@ struct RedisEntryMetadata: Equatable {
         var reader = Reader(bytes: bytes)
         guard bytes.count >= 34, Array(bytes[0..<4]) == Self.magic else { throw DecodeError(description: "not entry metadata") }
         reader.offset = 4
-        guard try reader.byte() == Self.version else { throw DecodeError(description: "unknown metadata version \(bytes[4])") }
+        guard try reader.byte() == Self.version else {
+            throw DecodeError(description: "metadata of another version (\(bytes[4]))", isOtherVersion: true)
+        }
         storedAt = Date(timeIntervalSince1970: Double(bitPattern: try reader.integer(UInt64.self)))
         statusCode = Int(Int32(bitPattern: try reader.integer(UInt32.self)))
         let count = try reader.integer(UInt64.self)

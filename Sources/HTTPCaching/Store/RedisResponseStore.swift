@@ -227,7 +227,9 @@ public final class RedisResponseStore: ResponseStore {
         let info: StoredEntryInfo
     }
 
-    /// Every entry's metadata: `SCAN`, then one pipelined `HGET m` per batch of keys.
+    /// Every entry's metadata: `SCAN`, then one pipelined `HGET m` per batch of keys. Entries
+    /// written in another version of `EntryFileFormat` are listed (their metadata is the same);
+    /// metadata of another version is skipped.
     private func listMetadata() throws -> [Listed] {
         var listed: [Listed] = []
         var foreign: [[UInt8]] = []
@@ -238,9 +240,15 @@ public final class RedisResponseStore: ResponseStore {
                 case .bulkString(nil):
                     continue // expired or removed since the scan
                 case .bulkString(let bytes?):
-                    if let info = (try? RedisEntryMetadata(decoding: bytes))?.info {
-                        listed.append(Listed(redisKey: redisKey, metadata: bytes, info: info))
-                    } else {
+                    do throws(RedisEntryMetadata.DecodeError) {
+                        if let info = try RedisEntryMetadata(decoding: bytes).info {
+                            listed.append(Listed(redisKey: redisKey, metadata: bytes, info: info))
+                        } else {
+                            foreign.append(redisKey)
+                        }
+                    } catch where error.isOtherVersion {
+                        continue // another version's entry: neither listed nor removed
+                    } catch {
                         foreign.append(redisKey)
                     }
                 case .error(let message) where message.hasPrefix("WRONGTYPE"):
@@ -261,7 +269,7 @@ public final class RedisResponseStore: ResponseStore {
         return keys
     }
 
-    /// Walks the entry keys with `SCAN cursor MATCH <prefix>e:* COUNT n`, handing each batch
+    /// Walks the entry keys with `SCAN cursor MATCH <prefix>e* COUNT n`, handing each batch
     /// of new keys to `body` (SCAN may repeat a key; each is handed over once).
     private func scanEntryKeys(_ body: ([[UInt8]]) throws(RedisClientError) -> Void) throws {
         var seen = Set<[UInt8]>()

@@ -77,6 +77,7 @@ struct RedisConfigurationTests {
         #expect(ttl(nil) == Int(week * 1000), "no known end: the cap")
         #expect(ttl(nil, cap: 3600) == 3_600_000)
         #expect(ttl(old) == nil && ttl(old.addingTimeInterval(-5)) == nil, "of no use: not stored")
+        #expect(ttl(Date(timeIntervalSince1970: .nan)) == nil && ttl(Date(timeIntervalSince1970: 1e20), cap: .greatestFiniteMagnitude) == 1_000_000_000_000_000)
     }
 
     @Test("keys live under the prefix; the SCAN pattern escapes the prefix's glob characters")

@@ -56,8 +56,8 @@ struct RedisEntryLayout: Sendable {
     /// use at all.
     static func timeToLive(of entry: CacheEntry, cap: TimeInterval) -> Int? {
         let seconds = entry.usefulUntil.map { min($0.timeIntervalSince(entry.storedAt), cap) } ?? cap
-        guard seconds > 0 else { return nil }
-        return max(1, Int((seconds * 1000).rounded(.up)))
+        guard seconds > 0 else { return nil } // also NaN
+        return max(1, Int(min(seconds * 1000, 1e15).rounded(.up))) // at most ~31,000 years
     }
 
     // MARK: - Scripts

@@ -42,7 +42,8 @@ public final class RedisResponseStore: ResponseStore {
         layout = RedisEntryLayout(prefix: configuration.keyPrefix)
         // Replies are bounded by what this store writes: an entry is at most maxEntrySize,
         // and its encoding adds a few bytes per header field.
-        let bulk = min(512 << 20, configuration.maxEntrySize + configuration.maxEntrySize / 2 + (1 << 20))
+        let largest = min(configuration.maxEntrySize, 512 << 20) // Redis's own proto-max-bulk-len
+        let bulk = largest + largest / 2 + (1 << 20)
         pool = RedisConnectionPool(configuration: configuration,
                                    limits: RESPParser.Limits(maxBulkLength: bulk, maxArrayCount: 1 << 20, maxDepth: 4,
                                                              maxLineLength: 64 << 10, maxReplyBytes: 2 * bulk + (1 << 20)))
@@ -213,10 +214,11 @@ public final class RedisResponseStore: ResponseStore {
     /// The bytes the entries account for, summed from their metadata with `SCAN`; 0 when
     /// Redis cannot answer.
     public var totalBytes: Int {
-        (try? listMetadata().reduce(0) { $0 + $1.info.byteCount }) ?? 0
+        (try? listMetadata(removingForeign: false).reduce(0) { $0 + $1.info.byteCount }) ?? 0
     }
 
-    /// How many entries are stored, counted with `SCAN`; 0 when Redis cannot answer.
+    /// How many entries are stored (keys under `<prefix>e`), counted with `SCAN`; 0 when Redis
+    /// cannot answer.
     public var entryCount: Int {
         (try? entryKeys().count) ?? 0
     }
@@ -230,7 +232,7 @@ public final class RedisResponseStore: ResponseStore {
     /// Every entry's metadata: `SCAN`, then one pipelined `HGET m` per batch of keys. Entries
     /// written in another version of `EntryFileFormat` are listed (their metadata is the same);
     /// metadata of another version is skipped.
-    private func listMetadata() throws -> [Listed] {
+    private func listMetadata(removingForeign: Bool = true) throws -> [Listed] {
         var listed: [Listed] = []
         var foreign: [[UInt8]] = []
         try scanEntryKeys { batch throws(RedisClientError) in
@@ -258,7 +260,7 @@ public final class RedisResponseStore: ResponseStore {
                 }
             }
         }
-        if !foreign.isEmpty { try unlink(foreign) }
+        if removingForeign && !foreign.isEmpty { try unlink(foreign) }
         return listed
     }
 
@@ -320,7 +322,9 @@ public final class RedisResponseStore: ResponseStore {
     public func claimRefresh(of key: CacheKey, lease: TimeInterval) -> Bool {
         let claimKey = layout.claimKey(key)
         let token = Array(SHA256.hex((0..<16).map { _ in UInt8.random(in: .min ... .max) }).utf8)
-        let milliseconds = max(1, Int((min(lease, 86_400 * 365) * 1000).rounded(.up)))
+        // A lease of at least a millisecond and at most a year (NaN: a millisecond).
+        let seconds = lease.isNaN ? 0.001 : min(max(lease, 0.001), 365 * 86_400)
+        let milliseconds = Int((seconds * 1000).rounded(.up))
         guard let reply = try? pool.execute(RedisCommand("SET", claimKey, token, "NX", "PX", milliseconds)), reply.isOK else {
             return false
         }

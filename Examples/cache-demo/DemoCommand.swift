@@ -17,12 +17,23 @@ enum StoreChoice: Equatable {
     case memory
     /// On disk (a memory tier in front), in the given directory or the default one.
     case disk(path: String?)
+    /// In Redis, at `redis://[user:password@]host:port[/db]`, under the prefix `cache-demo:`.
+    case redis(url: String)
 
     init(parsing text: String) throws(UsageError) {
         if text == "memory" { self = .memory; return }
         if text == "disk" { self = .disk(path: nil); return }
         if text.hasPrefix("disk:"), text.count > 5 { self = .disk(path: String(text.dropFirst(5))); return }
-        throw UsageError(description: "--store takes memory, disk or disk:PATH, not '\(text)'")
+        if text.lowercased().hasPrefix("redis") {
+            do {
+                _ = try RedisConfiguration(url: text)
+            } catch {
+                throw UsageError(description: "--store takes redis://[user:password@]host:port[/db]: \(error)")
+            }
+            self = .redis(url: text)
+            return
+        }
+        throw UsageError(description: "--store takes memory, disk, disk:PATH or redis://[user:password@]host:port[/db], not '\(text)'")
     }
 
     func makeStore() throws -> any ResponseStore {
@@ -32,6 +43,8 @@ enum StoreChoice: Equatable {
         case .disk(let path):
             let directory = path.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DiskResponseStore.defaultDirectory
             return TieredResponseStore(back: try DiskResponseStore(directory: directory))
+        case .redis(let url):
+            return try RedisResponseStore(url: url, keyPrefix: "cache-demo:")
         }
     }
 }
@@ -61,9 +74,10 @@ extension DemoCommand {
            cache-demo fetch URL [options]  fetch URL through the cache
            cache-demo --help
 
-    --store STORE         memory (the default), disk (under ~/.cache/swift-http-caching)
-                          or disk:PATH; a second run with a disk store is answered from
-                          the first run's entries
+    --store STORE         memory (the default), disk (under ~/.cache/swift-http-caching),
+                          disk:PATH, or redis://[user:password@]host:port[/db] (keys under
+                          cache-demo:, shared by every process using that server); a second
+                          run with a disk or Redis store is answered from the first run's entries
 
     fetch options:
       --fresh SECONDS     fresh window: served with no network (default 60; may be fractional)

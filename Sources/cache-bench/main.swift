@@ -1,5 +1,5 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
-// `swift run -c release cache-bench [--quick]`. Times are medians of interleaved rounds.
+// `swift run -c release cache-bench [--quick] [--redis-only]`. Times are medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -70,6 +70,16 @@ if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
     exit(0)
 }
 let rounds = quick ? 3 : 9
+
+// `--redis-only`: fresh hits from a Redis store against memory and disk stores.
+if arguments.contains("--redis-only") {
+    let origin = try LoopbackOrigin()
+    let redis = RedisBench.run(origin: origin, rounds: rounds)
+    origin.stop()
+    print("")
+    for line in redis.lines { print(line) }
+    exit(redis.problems.isEmpty ? 0 : 1)
+}
 let began = now()
 #if DEBUG
 print("note: a debug build; run `swift run -c release cache-bench` for numbers worth comparing\n")
@@ -129,6 +139,8 @@ print("\ndisk store reads of 1 KB entries with two processes reading one directo
 lines.append("rps.shared_disk_hit_2proc=\(Int(shared))")
 
 disk.cleanUp() // here, not in a defer: exit() below skips defer in top-level code
+let redis = RedisBench.run(origin: origin, rounds: rounds)
+lines += redis.lines
 origin.stop()
 if !problems.isEmpty {
     print("\nproblems (the numbers above are suspect):")
@@ -136,4 +148,4 @@ if !problems.isEmpty {
 }
 print("\nfinished in \(Int(now() - began)) s on \(ProcessInfo.processInfo.activeProcessorCount) cores\n")
 for line in lines { print(line) }
-exit(problems.isEmpty ? 0 : 1)
+exit(problems.isEmpty && redis.problems.isEmpty ? 0 : 1)

@@ -1,0 +1,148 @@
+import Foundation
+
+/// Where a `RedisResponseStore` finds its server, how it talks to it, and how it stores entries.
+///
+/// Set the fields, or parse a URL: `redis://[user:password@]host:port[/db]`. TLS
+/// (`rediss://`) is not supported: reach a remote server over a private network, or through a
+/// local TLS proxy such as stunnel.
+public struct RedisConfiguration: Sendable, Equatable {
+    /// The server's host name or address. The default is `localhost`.
+    public var host: String
+    /// The server's TCP port. The default is 6379.
+    public var port: Int
+    /// The ACL user to authenticate as; nil authenticates the default user with `password`
+    /// alone. The default is nil.
+    public var username: String?
+    /// The password (`requirepass`, or the ACL user's); nil sends no `AUTH`. The default is nil.
+    public var password: String?
+    /// The database number (`SELECT`). The default is 0.
+    public var database: Int
+    /// Starts every key the store writes, so caches sharing a server keep apart; two stores
+    /// with the same prefix share their entries, secret and refresh claims. The default is
+    /// `http-cache:`.
+    public var keyPrefix: String
+    /// How long to wait for a TCP connection (and its `AUTH` and `SELECT`) before a call fails
+    /// as unavailable. The default is 500 milliseconds.
+    public var connectTimeout: TimeInterval
+    /// How long one call may take to send its commands and read their replies, and how long
+    /// it may wait for a free connection when all are busy, before it fails as unavailable.
+    /// The default is 1 second.
+    public var commandTimeout: TimeInterval
+    /// After a failed connection, how long calls fail at once instead of trying again, so a
+    /// server that is down costs callers nothing while it stays down. The default is 1 second.
+    public var retryDelay: TimeInterval
+    /// The most connections open at once; more callers wait for one. The default is 8.
+    public var poolSize: Int
+    /// The longest time to live an entry gets in Redis, and the one it gets when it has no
+    /// known end of use. The default is 7 days.
+    public var maximumTimeToLive: TimeInterval
+    /// The largest entry stored (`CacheEntry.byteCount`). Redis itself refuses values over its
+    /// `proto-max-bulk-len` (512 MB by default). The default is 8 MiB.
+    public var maxEntrySize: Int
+
+    /// The key prefix used when none is given: `http-cache:`.
+    public static let defaultKeyPrefix = "http-cache:"
+
+    /// A configuration with the given parts; every argument has the default above.
+    public init(host: String = "localhost", port: Int = 6379, username: String? = nil, password: String? = nil,
+                database: Int = 0, keyPrefix: String = RedisConfiguration.defaultKeyPrefix,
+                connectTimeout: TimeInterval = 0.5, commandTimeout: TimeInterval = 1, retryDelay: TimeInterval = 1,
+                poolSize: Int = 8, maximumTimeToLive: TimeInterval = 7 * 86_400, maxEntrySize: Int = 8 << 20) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+        self.keyPrefix = keyPrefix
+        self.connectTimeout = connectTimeout
+        self.commandTimeout = commandTimeout
+        self.retryDelay = retryDelay
+        self.poolSize = poolSize
+        self.maximumTimeToLive = maximumTimeToLive
+        self.maxEntrySize = maxEntrySize
+    }
+
+    /// A configuration from a URL, `redis://[user:password@]host[:port][/db]`, with the other
+    /// fields at their defaults. User and password may be percent-encoded; `redis://:secret@host`
+    /// gives a password alone.
+    /// - Throws: `RedisConfigurationError.invalidURL` saying what is wrong with the URL.
+    public init(url text: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(RedisConfigurationError) {
+        func invalid(_ reason: String) -> RedisConfigurationError { .invalidURL("'\(Self.redacted(text))': \(reason)") }
+        let lowered = text.lowercased()
+        if lowered.hasPrefix("rediss://") {
+            throw invalid("TLS (rediss://) is not supported; use a local TLS proxy such as stunnel, or a private network")
+        }
+        guard lowered.hasPrefix("redis://") else { throw invalid("not a redis:// URL") }
+        // The port is checked by hand first, for a clearer message than "not a valid URL".
+        let authority = text.dropFirst(8).prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
+        let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        var port = 6379
+        if let colon = hostAndPort.lastIndex(of: ":"), !hostAndPort[colon...].contains("]") {
+            let portText = hostAndPort[hostAndPort.index(after: colon)...]
+            guard let given = Int(portText), portText.allSatisfy(\.isASCII), (1...65_535).contains(given) else {
+                throw invalid("the port '\(portText)' is not a number between 1 and 65535")
+            }
+            port = given
+        }
+        guard let components = URLComponents(string: text) else { throw invalid("not a valid URL") }
+        guard let host = components.host, !host.isEmpty else { throw invalid("no host") }
+        guard components.query == nil, components.fragment == nil else { throw invalid("a query or fragment is not supported") }
+        var database = 0
+        let path = components.percentEncodedPath
+        if !path.isEmpty && path != "/" {
+            guard let number = Int(path.dropFirst()), number >= 0, path.first == "/" else {
+                throw invalid("the database '\(path.dropFirst())' is not a number of at least 0")
+            }
+            database = number
+        }
+        let user = components.user.flatMap { $0.isEmpty ? nil : $0 }
+        let password = components.password
+        if user != nil && password == nil { throw invalid("a user without a password (write redis://user:password@host)") }
+        self.init(host: host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host,
+                  port: port, username: user, password: password, database: database, keyPrefix: keyPrefix)
+    }
+
+    /// Checks every field.
+    /// - Throws: `RedisConfigurationError.invalidValue` naming the first field out of range.
+    public func validate() throws(RedisConfigurationError) {
+        func check(_ condition: Bool, _ message: String) throws(RedisConfigurationError) {
+            if !condition { throw .invalidValue(message) }
+        }
+        try check(!host.isEmpty, "the host is empty")
+        try check((1...65_535).contains(port), "the port \(port) is not between 1 and 65535")
+        try check(username == nil || password != nil, "a username without a password")
+        try check(database >= 0, "the database \(database) is negative")
+        try check(!keyPrefix.isEmpty, "the key prefix is empty")
+        try check(connectTimeout > 0 && connectTimeout.isFinite, "connectTimeout \(connectTimeout) is not a positive number of seconds")
+        try check(commandTimeout > 0 && commandTimeout.isFinite, "commandTimeout \(commandTimeout) is not a positive number of seconds")
+        try check(retryDelay >= 0 && retryDelay.isFinite, "retryDelay \(retryDelay) is negative")
+        try check(poolSize >= 1, "poolSize \(poolSize) is less than 1")
+        try check(maximumTimeToLive >= 0.001 && maximumTimeToLive.isFinite,
+                  "maximumTimeToLive \(maximumTimeToLive) is not a positive number of seconds")
+        try check(maxEntrySize >= 0, "maxEntrySize \(maxEntrySize) is negative")
+    }
+
+    /// The URL with any password replaced by `***`, for messages.
+    static func redacted(_ text: String) -> String {
+        guard let at = text.lastIndex(of: "@"), let schemeEnd = text.range(of: "://")?.upperBound, schemeEnd <= at else { return text }
+        let userinfo = text[schemeEnd..<at]
+        guard let colon = userinfo.firstIndex(of: ":") else { return text }
+        return String(text[..<text.index(after: colon)]) + "***" + String(text[at...])
+    }
+}
+
+/// A Redis configuration that cannot be used.
+public enum RedisConfigurationError: Error, Equatable, CustomStringConvertible {
+    /// A URL that is not `redis://[user:password@]host:port[/db]`; the password is never shown.
+    case invalidURL(String)
+    /// A field out of range.
+    case invalidValue(String)
+
+    /// What is wrong, in a sentence.
+    public var description: String {
+        switch self {
+        case .invalidURL(let reason): "invalid Redis URL \(reason)"
+        case .invalidValue(let reason): "invalid Redis configuration: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Synchronization
+
+/// Up to `poolSize` connections to one Redis server, handed to one caller at a time.
+///
+/// A caller waits at most `commandTimeout` for a free connection. An idle connection is
+/// checked before it is handed out (a restarted server has closed it) and a connection that
+/// failed is closed, never returned. When connecting fails, calls fail at once with the same
+/// reason for `retryDelay`, then the next call tries again: the pool reconnects by itself
+/// when the server is back. The locks guard only the list of idle connections and the last
+/// failure; connecting and talking to the server happen outside them.
+final class RedisConnectionPool: Sendable {
+    let configuration: RedisConfiguration
+    let limits: RESPParser.Limits
+    private let permits: DispatchSemaphore
+    private let idle = Mutex<[RedisConnection]>([])
+    private let lastFailure = Mutex<(error: RedisClientError, until: UInt64)?>(nil)
+
+    init(configuration: RedisConfiguration, limits: RESPParser.Limits) {
+        self.configuration = configuration
+        self.limits = limits
+        permits = DispatchSemaphore(value: configuration.poolSize)
+    }
+
+    /// Sends the commands on one connection (pipelined) and returns their replies in order.
+    /// - Throws: `RedisClientError` when no connection can be had or the replies do not arrive.
+    func execute(_ commands: [RedisCommand]) throws(RedisClientError) -> [RESPValue] {
+        try withConnection { connection throws(RedisClientError) in
+            try connection.execute(commands, timeout: configuration.commandTimeout)
+        }
+    }
+
+    /// Sends one command and returns its reply.
+    /// - Throws: `RedisClientError` when no connection can be had or the reply does not arrive.
+    func execute(_ command: RedisCommand) throws(RedisClientError) -> RESPValue {
+        try execute([command])[0]
+    }
+
+    /// Runs `body` with a connection of its own, then returns the connection to the pool,
+    /// unless it broke.
+    /// - Throws: `RedisClientError` when no connection can be had, or what `body` throws.
+    func withConnection<T>(_ body: (RedisConnection) throws(RedisClientError) -> T) throws(RedisClientError) -> T {
+        guard permits.wait(timeout: .now() + configuration.commandTimeout) == .success else {
+            throw RedisClientError(.timeout, "all \(configuration.poolSize) Redis connections stayed busy for \(configuration.commandTimeout) s")
+        }
+        defer { permits.signal() }
+        let connection = try checkOut()
+        defer { checkIn(connection) }
+        return try body(connection)
+    }
+
+    private func checkOut() throws(RedisClientError) -> RedisConnection {
+        while let connection = idle.withLock({ $0.popLast() }) {
+            if connection.isUsableWhenIdle { return connection }
+            connection.close()
+        }
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let failure = lastFailure.withLock({ $0 }), now < failure.until {
+            throw failure.error
+        }
+        do {
+            let connection = try RedisConnection.open(configuration, limits: limits)
+            lastFailure.withLock { $0 = nil }
+            return connection
+        } catch {
+            let until = DispatchTime.now().uptimeNanoseconds &+ UInt64(configuration.retryDelay * 1e9)
+            let remembered = RedisClientError(error.kind, error.description + (configuration.retryDelay > 0
+                ? " (calls fail at once for \(configuration.retryDelay) s before the next attempt)" : ""))
+            lastFailure.withLock { $0 = (remembered, until) }
+            throw error
+        }
+    }
+
+    private func checkIn(_ connection: RedisConnection) {
+        guard !connection.isBroken else { return }
+        idle.withLock { $0.append(connection) }
+    }
+}

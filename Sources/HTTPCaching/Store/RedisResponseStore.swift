@@ -1,0 +1,374 @@
+import Foundation
+import Synchronization
+
+/// A store in Redis, shared by every process and host that uses the same server and key
+/// prefix: entries, the partition secret and background-refresh claims.
+///
+/// Each entry is one Redis hash (a small metadata field and the encoded entry) whose time to
+/// live is how long the entry can still be of use: `usefulUntil - storedAt`, capped by
+/// `maximumTimeToLive`, and the cap itself when `usefulUntil` is nil. Size limits are
+/// Redis's own: set `maxmemory` and an LRU `maxmemory-policy` on the server (`volatile-lru`
+/// keeps the secret, which has no time to live; `allkeys-lru` may evict it, costing
+/// credentialed entries their hits). Writes therefore never report evictions.
+///
+/// A server that is down, refuses the credentials or does not answer within the timeouts
+/// makes calls throw `ResponseStoreError.unavailable(reason:)` promptly; the store reconnects
+/// by itself when the server is back. A value under the prefix that is not an entry of this
+/// store is removed and reported as `ResponseStoreError.corruptEntry`.
+///
+/// `entryCount`, `totalBytes` and the listing and removal calls walk the keys with `SCAN`
+/// (never `KEYS`): their cost grows with the number of keys in the database, so keep them
+/// off the request path. TLS is not supported: use a private network, or a local TLS proxy
+/// such as stunnel.
+public final class RedisResponseStore: ResponseStore {
+    /// The server, credentials, prefix, timeouts and limits.
+    public let configuration: RedisConfiguration
+
+    let pool: RedisConnectionPool
+    let layout: RedisEntryLayout
+    private let secret = Mutex<[UInt8]?>(nil)
+    /// The tokens of the claims this store holds, by claim key.
+    private let claims = Mutex<[[UInt8]: [UInt8]]>([:])
+
+    /// How many keys one `SCAN` call asks for, and how many commands one pipeline carries.
+    static let batchSize = 500
+
+    /// A store on the server a configuration names. It connects on first use, so it can be
+    /// made while the server is down.
+    /// - Throws: `RedisConfigurationError.invalidValue` for a field out of range.
+    public init(configuration: RedisConfiguration) throws(RedisConfigurationError) {
+        try configuration.validate()
+        self.configuration = configuration
+        layout = RedisEntryLayout(prefix: configuration.keyPrefix)
+        // Replies are bounded by what this store writes: an entry is at most maxEntrySize,
+        // and its encoding adds a few bytes per header field.
+        let largest = min(configuration.maxEntrySize, 512 << 20) // Redis's own proto-max-bulk-len
+        let bulk = largest + largest / 2 + (1 << 20)
+        pool = RedisConnectionPool(configuration: configuration,
+                                   limits: RESPParser.Limits(maxBulkLength: bulk, maxArrayCount: 1 << 20, maxDepth: 4,
+                                                             maxLineLength: 64 << 10, maxReplyBytes: 2 * bulk + (1 << 20)))
+    }
+
+    /// A store on the server a URL names, `redis://[user:password@]host:port[/db]`, with the
+    /// other settings at their defaults.
+    /// - Throws: `RedisConfigurationError.invalidURL` saying what is wrong with the URL.
+    public convenience init(url: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(RedisConfigurationError) {
+        try self.init(configuration: RedisConfiguration(url: url, keyPrefix: keyPrefix))
+    }
+
+    /// The largest entry stored (`RedisConfiguration.maxEntrySize`). The default is 8 MiB.
+    public var maxEntrySize: Int { configuration.maxEntrySize }
+
+    /// Checks that the server answers `PING` with the configured credentials and database.
+    /// - Throws: `ResponseStoreError.unavailable` saying why not.
+    public func ping() throws {
+        let reply = try call { () throws(RedisClientError) in try pool.execute(RedisCommand("PING")) }
+        guard reply == .simpleString("PONG") else { throw unexpected(reply, to: "PING") }
+    }
+
+    // MARK: - Entries
+
+    /// The entry stored under a key, or nil. Redis counts the read as a use for its LRU.
+    /// - Throws: `ResponseStoreError.corruptEntry` for a value under the key that is not an
+    ///   entry of this store (it is removed), `.unavailable` when Redis cannot answer.
+    public func entry(for key: CacheKey) throws -> CacheEntry? {
+        let redisKey = layout.entryKey(key)
+        let reply: RESPValue
+        do {
+            reply = try pool.execute(RedisCommand("HMGET", redisKey, "m", "d"))
+        } catch where error.kind == .replyTooLarge {
+            throw corrupt(key, redisKey, "a value larger than any this store writes")
+        } catch {
+            throw ResponseStoreError.unavailable(reason: error.description)
+        }
+        if let message = reply.errorMessage {
+            if message.hasPrefix("WRONGTYPE") { throw corrupt(key, redisKey, "a foreign value of another type") }
+            throw ResponseStoreError.unavailable(reason: "Redis refused HMGET: \(message)")
+        }
+        guard case .array(let fields?) = reply, fields.count == 2 else { throw unexpected(reply, to: "HMGET") }
+        switch (fields[0], fields[1]) {
+        case (.bulkString(nil), .bulkString(nil)):
+            return nil
+        case (.bulkString(let metadataBytes?), .bulkString(let data?)):
+            return try decode(key, redisKey, metadataBytes, data)
+        default:
+            throw corrupt(key, redisKey, "a hash without both of its fields")
+        }
+    }
+
+    private func decode(_ key: CacheKey, _ redisKey: [UInt8], _ metadataBytes: [UInt8], _ data: [UInt8]) throws -> CacheEntry {
+        let metadata: RedisEntryMetadata
+        do {
+            metadata = try RedisEntryMetadata(decoding: metadataBytes)
+        } catch {
+            throw corrupt(key, redisKey, "metadata: \(error.description)")
+        }
+        guard metadata.storageString == key.storageString else {
+            throw corrupt(key, redisKey, "the value holds another key")
+        }
+        var entry: CacheEntry
+        do {
+            entry = try EntryFileFormat.decode(Data(data))
+        } catch {
+            throw corrupt(key, redisKey, error.description)
+        }
+        guard entry.key.method == key.method, entry.key.url == key.url, entry.storedAt == metadata.storedAt,
+              entry.statusCode == metadata.statusCode else {
+            throw corrupt(key, redisKey, "the metadata and the entry disagree")
+        }
+        // The metadata carries the whole key and the fields listing needs; they are the
+        // entry's own, written with it.
+        entry.key = key
+        entry.generation = metadata.generation
+        entry.usefulUntil = metadata.usefulUntil
+        return entry
+    }
+
+    /// Stores an entry with its time to live (see the type's summary), replacing any earlier
+    /// one in one transaction. Not stored (and the earlier one removed): an entry over
+    /// `maxEntrySize`, one already of no use, or any entry while Redis is out of memory under
+    /// `maxmemory-policy noeviction`. Never reports evictions: Redis evicts on its own.
+    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer or refuses the write.
+    @discardableResult
+    public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
+        let redisKey = layout.entryKey(entry.key)
+        guard entry.byteCount <= maxEntrySize,
+              let milliseconds = RedisEntryLayout.timeToLive(of: entry, cap: configuration.maximumTimeToLive) else {
+            try unlink([redisKey])
+            return StoreWriteResult(stored: false)
+        }
+        let data = EntryFileFormat.encode(entry)
+        let replies = try call { () throws(RedisClientError) in
+            try pool.execute([RedisCommand("MULTI"),
+                              RedisCommand("UNLINK", redisKey),
+                              RedisCommand("HSET", redisKey, "m", RedisEntryMetadata(entry).encoded, "d", data),
+                              RedisCommand("PEXPIRE", redisKey, milliseconds),
+                              RedisCommand("EXEC")])
+        }
+        if let message = replies.lazy.compactMap(\.errorMessage).first {
+            if message.hasPrefix("OOM") {
+                try unlink([redisKey]) // allowed when out of memory, and frees some
+                return StoreWriteResult(stored: false)
+            }
+            throw ResponseStoreError.unavailable(reason: "Redis refused the write: \(message)")
+        }
+        guard case .array(let results?) = replies[4], results.count == 3 else { throw unexpected(replies[4], to: "EXEC") }
+        if let message = results.lazy.compactMap(\.errorMessage).first {
+            throw ResponseStoreError.unavailable(reason: "Redis refused the write: \(message)")
+        }
+        return StoreWriteResult(stored: true)
+    }
+
+    /// Removes the entry stored under a key, if any.
+    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer.
+    public func removeEntry(for key: CacheKey) throws {
+        try unlink([layout.entryKey(key)])
+    }
+
+    // MARK: - Listing and removal
+
+    /// Removes every entry under the prefix (not the secret, not claims): one `SCAN` to count
+    /// them, then `UNLINK` in batches, reporting after each.
+    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer.
+    public func removeAll(progress: (RemovalProgress) -> Void) throws {
+        let keys = try entryKeys()
+        progress(RemovalProgress(removed: 0, total: keys.count))
+        var removed = 0
+        for start in stride(from: 0, to: keys.count, by: Self.batchSize) {
+            let batch = Array(keys[start..<min(start + Self.batchSize, keys.count)])
+            try unlink(batch)
+            removed += batch.count
+            progress(RemovalProgress(removed: removed, total: keys.count))
+        }
+    }
+
+    /// Removes every entry whose metadata satisfies `predicate`. The metadata is listed first
+    /// (without bodies); an entry replaced since it was listed is kept.
+    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer.
+    public func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
+        let chosen = try listMetadata().filter { predicate($0.info) }
+        progress(RemovalProgress(removed: 0, total: chosen.count))
+        var removed = 0
+        for start in stride(from: 0, to: chosen.count, by: Self.batchSize) {
+            let batch = chosen[start..<min(start + Self.batchSize, chosen.count)]
+            let replies = try call { () throws(RedisClientError) in
+                try pool.execute(batch.map {
+                    RedisCommand("EVAL", RedisEntryLayout.deleteIfMetadataMatches, 1, $0.redisKey, $0.metadata)
+                })
+            }
+            if let message = replies.lazy.compactMap(\.errorMessage).first(where: { !$0.hasPrefix("WRONGTYPE") }) {
+                throw ResponseStoreError.unavailable(reason: "Redis refused a removal: \(message)")
+            }
+            removed += batch.count
+            progress(RemovalProgress(removed: removed, total: chosen.count))
+        }
+    }
+
+    /// The metadata of every entry, read from each entry's small metadata field (never the
+    /// body), a `SCAN` batch at a time. Values under the prefix that are not entries are removed.
+    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer.
+    public func entryInfos() throws -> [StoredEntryInfo] {
+        try listMetadata().map(\.info)
+    }
+
+    /// The bytes the entries account for, summed from their metadata with `SCAN`; 0 when
+    /// Redis cannot answer.
+    public var totalBytes: Int {
+        (try? listMetadata(removingForeign: false).reduce(0) { $0 + $1.info.byteCount }) ?? 0
+    }
+
+    /// How many entries are stored (keys under `<prefix>e`), counted with `SCAN`; 0 when Redis
+    /// cannot answer.
+    public var entryCount: Int {
+        (try? entryKeys().count) ?? 0
+    }
+
+    private struct Listed {
+        let redisKey: [UInt8]
+        let metadata: [UInt8]
+        let info: StoredEntryInfo
+    }
+
+    /// Every entry's metadata: `SCAN`, then one pipelined `HGET m` per batch of keys. Entries
+    /// written in another version of `EntryFileFormat` are listed (their metadata is the same);
+    /// metadata of another version is skipped.
+    private func listMetadata(removingForeign: Bool = true) throws -> [Listed] {
+        var listed: [Listed] = []
+        var foreign: [[UInt8]] = []
+        try scanEntryKeys { batch throws(RedisClientError) in
+            let replies = try pool.execute(batch.map { RedisCommand("HGET", $0, "m") })
+            for (redisKey, reply) in zip(batch, replies) {
+                switch reply {
+                case .bulkString(nil):
+                    continue // expired or removed since the scan
+                case .bulkString(let bytes?):
+                    do throws(RedisEntryMetadata.DecodeError) {
+                        if let info = try RedisEntryMetadata(decoding: bytes).info {
+                            listed.append(Listed(redisKey: redisKey, metadata: bytes, info: info))
+                        } else {
+                            foreign.append(redisKey)
+                        }
+                    } catch where error.isOtherVersion {
+                        continue // another version's entry: neither listed nor removed
+                    } catch {
+                        foreign.append(redisKey)
+                    }
+                case .error(let message) where message.hasPrefix("WRONGTYPE"):
+                    foreign.append(redisKey)
+                default:
+                    throw RedisClientError(.protocolViolation, "unexpected reply to HGET: \(reply)")
+                }
+            }
+        }
+        if removingForeign && !foreign.isEmpty { try unlink(foreign) }
+        return listed
+    }
+
+    /// Every entry key under the prefix, each once.
+    private func entryKeys() throws -> [[UInt8]] {
+        var keys: [[UInt8]] = []
+        try scanEntryKeys { keys += $0 }
+        return keys
+    }
+
+    /// Walks the entry keys with `SCAN cursor MATCH <prefix>e* COUNT n`, handing each batch
+    /// of new keys to `body` (SCAN may repeat a key; each is handed over once).
+    private func scanEntryKeys(_ body: ([[UInt8]]) throws(RedisClientError) -> Void) throws {
+        var seen = Set<[UInt8]>()
+        var cursor: [UInt8] = Array("0".utf8)
+        let pattern = layout.entryPattern
+        try call { () throws(RedisClientError) in
+            repeat {
+                let reply = try pool.execute(RedisCommand("SCAN", cursor, "MATCH", pattern, "COUNT", Self.batchSize))
+                guard case .array(let parts?) = reply, parts.count == 2, let next = parts[0].bytes,
+                      case .array(let found?) = parts[1] else {
+                    throw RedisClientError(.protocolViolation, "unexpected reply to SCAN: \(reply.errorMessage ?? "\(reply)")")
+                }
+                let batch = found.compactMap(\.bytes).filter { seen.insert($0).inserted }
+                if !batch.isEmpty { try body(batch) }
+                cursor = next
+            } while cursor != Array("0".utf8)
+        }
+    }
+
+    // MARK: - Secret and claims
+
+    /// The partition secret: 32 random bytes under `<prefix>secret`, with no time to live,
+    /// created by the first store to ask (`SET NX`) and shared by every store on the prefix;
+    /// kept in memory after the first read.
+    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer, or holds a value
+    ///   there that is not a secret.
+    public func partitionSecret() throws -> [UInt8] {
+        if let known = secret.withLock({ $0 }) { return known }
+        let candidate = (0..<32).map { _ in UInt8.random(in: .min ... .max) }
+        let key = layout.secretKey
+        let replies = try call { () throws(RedisClientError) in
+            try pool.execute([RedisCommand("SET", key, candidate, "NX"), RedisCommand("GET", key)])
+        }
+        guard case .bulkString(let value?) = replies[1], value.count == 32 else {
+            let reason = replies.lazy.compactMap(\.errorMessage).first.map { "Redis refused it: \($0)" }
+                ?? "the value there is not a 32-byte secret; delete the key to make a new one"
+            throw ResponseStoreError.unavailable(reason: "cannot read the partition secret at \(String(decoding: key, as: UTF8.self)): \(reason)")
+        }
+        return secret.withLock { known in
+            if known == nil { known = value }
+            return known!
+        }
+    }
+
+    /// Claims a key's background refresh for every store on the prefix: `SET <prefix>claim:…
+    /// <random token> NX PX <lease>`. False when another holder has it, or when Redis cannot
+    /// answer (no refresh then, so a failing server is not met with a herd of them).
+    public func claimRefresh(of key: CacheKey, lease: TimeInterval) -> Bool {
+        let claimKey = layout.claimKey(key)
+        let token = Array(SHA256.hex((0..<16).map { _ in UInt8.random(in: .min ... .max) }).utf8)
+        // A lease of at least a millisecond and at most a year (NaN: a millisecond).
+        let seconds = lease.isNaN ? 0.001 : min(max(lease, 0.001), 365 * 86_400)
+        let milliseconds = Int((seconds * 1000).rounded(.up))
+        guard let reply = try? pool.execute(RedisCommand("SET", claimKey, token, "NX", "PX", milliseconds)), reply.isOK else {
+            return false
+        }
+        claims.withLock { $0[claimKey] = token }
+        return true
+    }
+
+    /// Gives a claim back: deletes it only if it still holds this store's token (a claim whose
+    /// lease ran out may be another holder's by now).
+    public func releaseRefresh(of key: CacheKey) {
+        let claimKey = layout.claimKey(key)
+        guard let token = claims.withLock({ $0.removeValue(forKey: claimKey) }) else { return }
+        // If Redis cannot answer, the lease runs out by itself.
+        _ = try? pool.execute(RedisCommand("EVAL", RedisEntryLayout.deleteIfTokenMatches, 1, claimKey, token))
+    }
+
+    // MARK: - Helpers
+
+    private func unlink(_ keys: [[UInt8]]) throws {
+        guard !keys.isEmpty else { return }
+        let reply = try call { () throws(RedisClientError) in try pool.execute(RedisCommand("UNLINK", arguments: keys)) }
+        if let message = reply.errorMessage { throw ResponseStoreError.unavailable(reason: "Redis refused UNLINK: \(message)") }
+    }
+
+    /// Removes a damaged or foreign value (if Redis answers) and makes the error reporting it.
+    private func corrupt(_ key: CacheKey, _ redisKey: [UInt8], _ reason: String) -> ResponseStoreError {
+        do {
+            try unlink([redisKey])
+        } catch {
+            return .unavailable(reason: "found a damaged entry for \(key) (\(reason)) but could not remove it: \(error)")
+        }
+        return .corruptEntry(key: key, reason: reason)
+    }
+
+    private func unexpected(_ reply: RESPValue, to command: String) -> ResponseStoreError {
+        .unavailable(reason: reply.errorMessage.map { "Redis refused \(command): \($0)" } ?? "an unexpected reply to \(command)")
+    }
+
+    /// Runs Redis calls, reporting a failure as `ResponseStoreError.unavailable`.
+    private func call<T>(_ body: () throws(RedisClientError) -> T) throws(ResponseStoreError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .unavailable(reason: error.description)
+        }
+    }
+}

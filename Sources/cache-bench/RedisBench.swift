@@ -1,0 +1,159 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPCaching
+import LoopbackOrigin
+
+/// Fresh hits through a caching URLSession whose store is Redis, beside the same from a memory
+/// store and a disk store, interleaved round by round. Starts its own `redis-server` on an
+/// ephemeral port, and skips itself when there is none.
+enum RedisBench {
+    static let sizes = [(suffix: "", bytes: 1024, requests: 400), (suffix: "_100k", bytes: 100 * 1024, requests: 150)]
+    static let variants = ["memory", "disk", "redis"]
+    static let hotKeys = 8
+
+    /// Prints the table and returns the `ratio.` lines and any problems (requests that failed
+    /// or reached the origin).
+    static func run(origin: LoopbackOrigin, rounds: Int) -> (lines: [String], problems: [String]) {
+        guard let executable = findRedisServer() else {
+            print("\nredis: skipped (redis-server not found)")
+            return ([], [])
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-redis-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        guard let server = try? RedisProcess(executable: executable, directory: directory) else {
+            print("\nredis: skipped (redis-server did not start)")
+            return ([], [])
+        }
+        defer { server.stop() }
+        do {
+            return try measure(origin: origin, rounds: rounds, port: server.port, directory: directory)
+        } catch {
+            return ([], ["redis: \(error)"])
+        }
+    }
+
+    private static func measure(origin: LoopbackOrigin, rounds: Int, port: Int, directory: URL) throws -> (lines: [String], problems: [String]) {
+        let windows = try CacheWindows(fresh: 3600, usable: 7200)
+        let redis = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: "bench:"))
+        let disk = try DiskResponseStore(directory: directory.appendingPathComponent("disk"), byteLimit: 1 << 30)
+        defer { disk.close() }
+        let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk, "redis": redis]
+        var sessions: [String: URLSession] = [:]
+        for (name, store) in stores {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.enableHTTPCaching(HTTPCache(configuration: CacheConfiguration(windows: windows), store: store))
+            sessions[name] = URLSession(configuration: configuration)
+        }
+        for size in sizes {
+            origin.route("/redis-bench/\(size.bytes)", response: .init(headers: [("Content-Type", "application/octet-stream")],
+                                                                        body: Data((0..<size.bytes).map { UInt8(truncatingIfNeeded: $0 &* 13) })))
+        }
+        func url(_ size: Int, _ i: Int) -> URL { origin.url("/redis-bench/\(size)?k=\(i % hotKeys)") }
+
+        var problems: [String] = []
+        // Warm: one miss per hot key, then wait until each store answers it (a write may land
+        // just after its response is delivered).
+        for size in sizes {
+            for variant in variants {
+                for k in 0..<hotKeys where get(sessions[variant]!, url(size.bytes, k)) != size.bytes {
+                    problems.append("redis bench \(variant) \(size.bytes): a warm-up request failed")
+                }
+            }
+        }
+        let warmDeadline = now() + 10
+        while redis.entryCount < sizes.count * hotKeys && now() < warmDeadline { _ = get(sessions["redis"]!, url(1024, 0)) }
+
+        var samples: [String: [String: [Double]]] = [:]
+        for _ in 0..<rounds {
+            for size in sizes {
+                for variant in variants.shuffled() {
+                    let session = sessions[variant]!
+                    let before = origin.requestCount()
+                    let start = now()
+                    for i in 0..<size.requests where get(session, url(size.bytes, i)) != size.bytes {
+                        problems.append("redis bench \(variant) \(size.bytes): a request failed")
+                    }
+                    samples[size.suffix, default: [:]][variant, default: []].append((now() - start) / Double(size.requests))
+                    let touched = origin.requestCount() - before
+                    if touched > 0 { problems.append("redis bench \(variant) \(size.bytes): reached the origin \(touched) times") }
+                }
+            }
+        }
+        for session in sessions.values { session.finishTasksAndInvalidate() }
+
+        print("\nfresh hits by store, microseconds per request (median of \(rounds) interleaved rounds; sequential requests)")
+        print("body     " + variants.map { $0.padding(toLength: 10, withPad: " ", startingAt: 0) }.joined())
+        var lines: [String] = []
+        for size in sizes {
+            let m = (samples[size.suffix] ?? [:]).mapValues(median)
+            let label = size.bytes >= 100 * 1024 ? "100 KB" : "1 KB"
+            print(label.padding(toLength: 7, withPad: " ", startingAt: 0) + variants.map { formatMicros(m[$0] ?? .nan) + " " }.joined())
+            let memory = m["memory"] ?? .nan
+            lines.append("ratio.redis_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["redis"] ?? .nan) / memory))")
+            lines.append("ratio.disk_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["disk"] ?? .nan) / memory))")
+        }
+        let unique = Array(Set(problems)).sorted()
+        if !unique.isEmpty {
+            print("redis bench problems (the numbers above are suspect):")
+            for problem in unique { print("  \(problem)") }
+        }
+        return (lines, unique)
+    }
+
+    private static func findRedisServer() -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/redis-server" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+}
+
+/// A `redis-server` of the bench's own: 127.0.0.1, an ephemeral port, no persistence, killed
+/// at the end (it holds nothing worth keeping).
+private final class RedisProcess {
+    let port: Int
+    private let process = Process()
+
+    init(executable: String, directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = freePort()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",
+                             "--logfile", directory.appendingPathComponent("redis.log").path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let store = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, retryDelay: 0))
+        let deadline = now() + 10
+        while (try? store.ping()) == nil {
+            guard now() < deadline, process.isRunning else {
+                stop()
+                throw CocoaError(.executableLoad)
+            }
+            usleep(10_000) // polling a server that is starting
+        }
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+/// A port nothing listens on now: bound to port 0, read back, closed.
+private func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

@@ -1,0 +1,250 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+@testable import HTTPCaching
+
+/// A `redis-server` of a test's own: 127.0.0.1, an ephemeral port, a temporary directory, no
+/// persistence. Stopped (and its directory removed) by `stop()` or, for a test that failed
+/// before it got there, by `deinit`.
+final class RedisServer: @unchecked Sendable {
+    /// Whether the Redis tests must run: `HTTP_CACHING_REQUIRE_REDIS=1` (set by `.ci/run`).
+    static let isRequired = ProcessInfo.processInfo.environment["HTTP_CACHING_REQUIRE_REDIS"] == "1"
+
+    /// `redis-server` on the PATH, if there is one.
+    static let executable: URL? = {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("redis-server") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    /// What the skipped tests say.
+    static let skipMessage = "redis-server not found on PATH, so the Redis tests are skipped: install it "
+        + "(apt-get install redis-server) or run .ci/run, which installs it; HTTP_CACHING_REQUIRE_REDIS=1 makes a missing server a failure"
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    let port: Int
+    let directory: URL
+    let arguments: [String]
+    private var process: ChildProcess?
+
+    /// Starts a server with extra configuration (for example `["--maxmemory", "2mb"]`), on a
+    /// free port (another, if the port is taken before the server binds it).
+    /// - Throws: `Failure` when `redis-server` is missing or does not answer PING in time.
+    init(_ arguments: [String] = []) throws {
+        guard let executable = Self.executable else {
+            throw Failure(description: Self.isRequired
+                ? "HTTP_CACHING_REQUIRE_REDIS=1 requires redis-server on PATH, and there is none: install it (apt-get install redis-server) or run .ci/run"
+                : Self.skipMessage)
+        }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.arguments = arguments
+        var lastError: Error?
+        for _ in 0..<5 {
+            let candidate = Self.freePort()
+            do {
+                process = try Self.launch(executable, port: candidate, directory: directory, arguments: arguments)
+                port = candidate
+                return
+            } catch {
+                lastError = error // most likely the port was taken first: try another
+            }
+        }
+        try? FileManager.default.removeItem(at: directory)
+        throw lastError ?? Failure(description: "redis-server did not start")
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A store configuration for this server with a key prefix of its own and short timeouts.
+    func configuration(prefix: String = "test-\(UUID().uuidString):") -> RedisConfiguration {
+        RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: prefix,
+                           connectTimeout: 0.5, commandTimeout: 0.5, retryDelay: 0.05)
+    }
+
+    /// A new store on this server, on a prefix of its own.
+    func makeStore(prefix: String = "test-\(UUID().uuidString):") throws -> RedisResponseStore {
+        try RedisResponseStore(configuration: configuration(prefix: prefix))
+    }
+
+    /// Runs one command on a connection of its own (with the given credentials).
+    func command(_ name: String, _ arguments: any RedisArgument..., username: String? = nil, password: String? = nil,
+                 database: Int = 0) throws -> RESPValue {
+        var configuration = self.configuration()
+        configuration.username = username
+        configuration.password = password
+        configuration.database = database
+        let connection = try RedisConnection.open(configuration, limits: RESPParser.Limits())
+        defer { connection.close() }
+        return try connection.execute([RedisCommand(name, arguments: arguments.map(\.redisBytes))], timeout: 5)[0]
+    }
+
+    /// Whether the server process is running.
+    var isRunning: Bool { process?.hasExited == false }
+
+    /// Stops the server with SIGTERM and waits for it (SIGKILL after 10 s).
+    func stop() {
+        process?.end(with: SIGTERM)
+        process = nil
+    }
+
+    /// Kills the server with SIGKILL and waits for it, as a crash would.
+    func kill() {
+        process?.end(with: SIGKILL)
+        process = nil
+    }
+
+    /// Stops the process without ending it (SIGSTOP): connections are accepted by the kernel
+    /// but nothing is answered, like a server stuck in a long command.
+    func pause() {
+        process?.send(SIGSTOP)
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    func resume() {
+        process?.send(SIGCONT)
+    }
+
+    /// Starts the server again on the same port after `kill()` or `stop()`.
+    /// - Throws: `Failure` when it does not answer PING in time.
+    func restart() throws {
+        guard process == nil, let executable = Self.executable else { return }
+        process = try Self.launch(executable, port: port, directory: directory, arguments: arguments)
+    }
+
+    private static func launch(_ executable: URL, port: Int, directory: URL, arguments: [String]) throws -> ChildProcess {
+        let process = try ChildProcess(executable.path,
+                                       ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "",
+                                        "--appendonly", "no", "--daemonize", "no",
+                                        "--logfile", directory.appendingPathComponent("redis.log").path] + arguments)
+        // Poll with PING until it answers; wake early if the process ends (a port taken).
+        let deadline = Date().addingTimeInterval(10)
+        let configuration = RedisConfiguration(host: "127.0.0.1", port: port, connectTimeout: 0.5)
+        while Date() < deadline, !process.waitForExit(timeout: 0.01) {
+            if let connection = try? RedisConnection.open(configuration, limits: RESPParser.Limits()),
+               let reply = try? connection.execute([RedisCommand("PING")], timeout: 1).first {
+                // A server with a password answers NOAUTH: it is up all the same.
+                if reply == .simpleString("PONG") || reply.errorMessage?.hasPrefix("NOAUTH") == true { return process }
+            }
+        }
+        let log = (try? String(contentsOf: directory.appendingPathComponent("redis.log"), encoding: .utf8)) ?? ""
+        process.end(with: SIGKILL)
+        throw Failure(description: "redis-server on port \(port) did not answer PING within 10 s; its log ends:\n\(log.suffix(800))")
+    }
+
+    /// A port nothing listens on now: bound to port 0, read back, closed.
+    private static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// A child process started with `posix_spawn`, with no signal blocked or ignored (Foundation's
+/// `Process` passes on the test runner's blocked signals, so such a child never sees SIGTERM),
+/// output to /dev/null, reaped by a thread of its own.
+final class ChildProcess: @unchecked Sendable {
+    let pid: pid_t
+    private let exited = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var ended = false
+
+    init(_ path: String, _ arguments: [String]) throws {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), defaults = sigset_t()
+        sigemptyset(&none)
+        sigemptyset(&defaults)
+        for signal in Int32(1)..<32 where signal != SIGKILL && signal != SIGSTOP { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child = pid_t()
+        let status = posix_spawn(&child, path, &actions, &attributes, argv, environ)
+        guard status == 0 else { throw RedisServer.Failure(description: "cannot start \(path): \(String(cString: strerror(status)))") }
+        pid = child
+        let exited = self.exited, spawned = child
+        Thread.detachNewThread {
+            var status: Int32 = 0
+            while waitpid(spawned, &status, 0) == -1 && errno == EINTR {}
+            exited.signal()
+        }
+    }
+
+    deinit { end(with: SIGKILL) }
+
+    /// Whether the process has ended.
+    var hasExited: Bool { waitForExit(timeout: 0) }
+
+    /// Waits up to `timeout` seconds for the process to end; true if it has.
+    func waitForExit(timeout: TimeInterval) -> Bool {
+        if lock.withLock({ ended }) { return true }
+        guard exited.wait(timeout: .now() + timeout) == .success else { return lock.withLock { ended } }
+        lock.withLock { ended = true }
+        exited.signal() // for any other waiter
+        return true
+    }
+
+    /// Sends a signal, unless the process has ended (its pid may be another's by now).
+    func send(_ signal: Int32) {
+        if !hasExited { Glibc.kill(pid, signal) }
+    }
+
+    /// Sends a signal and waits for the process to end; SIGKILL if it has not after 10 s.
+    func end(with signal: Int32) {
+        guard !hasExited else { return }
+        Glibc.kill(pid, SIGCONT) // a paused process cannot act on SIGTERM
+        Glibc.kill(pid, signal)
+        if !waitForExit(timeout: 10) {
+            Glibc.kill(pid, SIGKILL)
+            _ = waitForExit(timeout: 10)
+        }
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs a test only where `redis-server` is installed, or where it is required (then a
+    /// missing server fails the test with the same message).
+    static var redisServer: Self {
+        .enabled(if: RedisServer.executable != nil || RedisServer.isRequired, Comment(rawValue: RedisServer.skipMessage))
+    }
+}
+
+/// Waits for a condition, checking it again every few milliseconds; false after `timeout`.
+func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    let tick = DispatchSemaphore(value: 0)
+    while Date() < deadline {
+        if condition() { return true }
+        _ = tick.wait(timeout: .now() + 0.01)
+    }
+    return condition()
+}

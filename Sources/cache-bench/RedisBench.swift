@@ -38,7 +38,7 @@ enum RedisBench {
     }
 
     private static func measure(origin: LoopbackOrigin, rounds: Int, port: Int, directory: URL) throws -> (lines: [String], problems: [String]) {
-        let windows = try CacheWindows(fresh: 3600, usable: 7200)
+        let windows = CacheWindows(fresh: 3600, usable: 7200)
         let redis = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: "bench:"))
         let disk = try DiskResponseStore(directory: directory.appendingPathComponent("disk"), byteLimit: 1 << 30)
         defer { disk.close() }

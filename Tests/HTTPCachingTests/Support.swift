@@ -150,3 +150,14 @@ func builtExecutable(named name: String) -> URL {
     return FileManager.default.fileExists(atPath: beside.path)
         ? beside : directory.deletingLastPathComponent().appendingPathComponent(name)
 }
+
+/// Waits until `condition` holds, checking every 2 ms; false after `timeout` seconds. For
+/// states that no event reports (a request waiting in a flight, a claim refused).
+func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        try? await Task.sleep(nanoseconds: 2_000_000)
+    }
+    return true
+}

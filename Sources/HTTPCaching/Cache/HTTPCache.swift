@@ -379,6 +379,11 @@ final class Flights: Sendable {
         }
     }
 
+    /// How many requests wait on the flight for a key.
+    func followers(of key: CacheKey) -> Int {
+        waiting.withLock { $0[key]?.count ?? 0 }
+    }
+
     func leave(_ key: CacheKey, _ exchange: Exchange) {
         waiting.withLock { waiting in
             waiting[key]?.removeAll { $0.value === exchange }

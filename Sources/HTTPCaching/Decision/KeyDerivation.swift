@@ -135,7 +135,7 @@ struct KeyDerivation: Sendable {
                 message += Array(name.utf8) + [0] + Array(value.utf8) + [0]
             }
             let code = HMACSHA256.authenticationCode(key: try secret(), message: message)
-            key.partition = CredentialPartition(rawValue: SHA256.hex(code.prefix(16)))
+            key.partition = CredentialPartition(rawValue: hexString(code.prefix(16)))
         }
         return key
     }
@@ -190,6 +190,6 @@ enum Vary {
         for name in names.sorted() where name != "*" {
             text += name + "\u{0}" + (values[name] ?? "\u{1}") + "\u{0}"
         }
-        return String(SHA256.hex(SHA256.hash(Array(text.utf8))).prefix(16))
+        return hexString(SHA256.hash(Array(text.utf8)).prefix(8))
     }
 }

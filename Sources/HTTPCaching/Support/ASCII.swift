@@ -14,3 +14,15 @@ extension String {
         }
     }
 }
+
+/// Bytes as lower-case hexadecimal digits, two per byte.
+func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    let digits = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    out.reserveCapacity(bytes.underestimatedCount * 2)
+    for byte in bytes {
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 15)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}

@@ -1,0 +1,269 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import Testing
+@testable import HTTPCaching
+import HTTPCachingTestKit
+import LoopbackOrigin
+
+/// A memory store whose reads block until the test lets them go, and say when one starts: a
+/// slow disk or server, without a timer.
+final class BlockingReadStore: ResponseStore {
+    let inner = MemoryResponseStore()
+    private let gate = DispatchSemaphore(value: 0)
+    private let started = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private let readsStarted = Atomic<Int>(0)
+
+    func entry(for key: CacheKey) throws -> CacheEntry? {
+        readsStarted.add(1, ordering: .relaxed)
+        for waiter in started.withLock({ waiters in defer { waiters.removeAll() }; return waiters }) { waiter.resume() }
+        gate.wait()
+        gate.signal()
+        return inner.entry(for: key)
+    }
+
+    /// Waits until a read has started (and is blocked).
+    func readStarted() async {
+        await withCheckedContinuation { continuation in
+            let already = started.withLock { waiters -> Bool in
+                if readsStarted.load(ordering: .relaxed) > 0 { return true }
+                waiters.append(continuation)
+                return false
+            }
+            if already { continuation.resume() }
+        }
+    }
+
+    /// Lets every read through, now and later.
+    func open() { gate.signal() }
+
+    func write(_ entry: CacheEntry) throws -> StoreWriteResult { inner.write(entry) }
+    func removeEntry(for key: CacheKey) throws { inner.removeEntry(for: key) }
+    func removeAll(progress: (RemovalProgress) -> Void) throws { inner.removeAll(progress: progress) }
+    func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
+        inner.removeEntries(where: predicate, progress: progress)
+    }
+    func entryInfos() throws -> [StoredEntryInfo] { inner.entryInfos() }
+    var totalBytes: Int { inner.totalBytes }
+    var entryCount: Int { inner.entryCount }
+}
+
+@Suite("One key derivation, partitions that cannot be reversed, stores off Foundation's queue")
+struct KeysAndSharingTests {
+    @Test("credentials in the session's own headers: the installation's management calls key exactly as its requests do")
+    func sessionHeadersReachManagement() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpAdditionalHeaders = ["Authorization": "Bearer alice"]
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeVersioned("/me")
+        let cache = HTTPCache()
+        let installation = configuration.enableHTTPCaching(cache)
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        _ = try await fetch(session, origin.url("/me"))
+        let request = URLRequest(url: origin.url("/me"))
+        #expect(installation.hasEntry(for: request), "the installation sees the session's Authorization")
+        #expect(try installation.key(for: request).partition != nil)
+        #expect(!cache.hasEntry(for: request), "the cache alone has no session headers: another partition")
+        try installation.removeEntry(for: request)
+        #expect(cache.entryCount == 0, "removeEntry removes what the session stored")
+        #expect(try await fetch(session, origin.url("/me")).status == .miss)
+    }
+
+    @Test("partitions are keyed hashes: the same credentials give different partitions under different store secrets, and never the plain SHA-256")
+    func keyedPartitions() throws {
+        var request = URLRequest(url: URL(string: "http://example.test/a")!)
+        request.setValue("Basic YWxpY2U6cGFzc3dvcmQ=", forHTTPHeaderField: "Authorization")
+        let first = try HTTPCache(store: MemoryResponseStore()).key(for: request)
+        let second = try HTTPCache(store: MemoryResponseStore()).key(for: request)
+        let again = try HTTPCache(store: MemoryResponseStore()).key(for: request)
+        #expect(first.partition != nil && first.partition != second.partition && second.partition != again.partition)
+        let unkeyed = SHA256.hex(SHA256.hash(Array("authorization\u{0}Basic YWxpY2U6cGFzc3dvcmQ=\u{0}".utf8)))
+        #expect(first.partition?.rawValue.count == 32 && !unkeyed.hasPrefix(first.partition!.rawValue))
+        #expect(first.description.contains("[credentials]") && !first.description.contains("YWxp"), "a key never prints its partition")
+        #expect(first.url == "http://example.test/a" && first.storageString.contains(first.partition!.rawValue))
+    }
+
+    @Test("a disk store's partition secret is created with it, 0600, and the same after reopening: partitions survive restarts")
+    func diskSecret() throws {
+        let directory = TemporaryDirectory()
+        var request = URLRequest(url: URL(string: "http://example.test/a")!)
+        request.setValue("sid=1", forHTTPHeaderField: "Cookie")
+        let first: CacheKey
+        do {
+            let store = try DiskResponseStore(directory: directory.url)
+            first = try HTTPCache(store: store).key(for: request)
+            store.close()
+        }
+        var info = stat()
+        #expect(stat(directory.url.appendingPathComponent("secret").path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        let store = try DiskResponseStore(directory: directory.url)
+        defer { store.close() }
+        #expect(try HTTPCache(store: store).key(for: request) == first)
+    }
+
+    @Test("a store whose reads block does not delay a hit on another session sharing the process: no store I/O on Foundation's queue")
+    func slowStoreDoesNotBlockOthers() async throws {
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeVersioned("/x")
+        let slow = BlockingReadStore()
+        let slowCache = HTTPCache(store: slow)
+        let slowConfiguration = URLSessionConfiguration.ephemeral
+        slowConfiguration.enableHTTPCaching(slowCache)
+        let slowSession = URLSession(configuration: slowConfiguration)
+        let fastCache = HTTPCache()
+        let fastConfiguration = URLSessionConfiguration.ephemeral
+        fastConfiguration.enableHTTPCaching(fastCache)
+        let fastSession = URLSession(configuration: fastConfiguration)
+        defer {
+            slowSession.finishTasksAndInvalidate()
+            fastSession.finishTasksAndInvalidate()
+        }
+        _ = try await fetch(fastSession, origin.url("/x"))
+
+        async let blocked = fetch(slowSession, origin.url("/x"))
+        await slow.readStarted() // the slow session's store read is now stuck
+        let hit = try await fetch(fastSession, origin.url("/x"))
+        #expect(hit.status == .fresh, "answered while the other session's store read is still blocked")
+        slow.open()
+        #expect(try await blocked.status == .miss)
+    }
+
+    @Test("changing the namespace makes every older entry a miss, in memory and on disk")
+    func namespace() async throws {
+        let directory = TemporaryDirectory()
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeVersioned("/v")
+        for namespace in ["", "v2"] {
+            let store = try DiskResponseStore(directory: directory.url)
+            defer { store.close() }
+            let cache = HTTPCache(configuration: CacheConfiguration(namespace: namespace), store: store)
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.enableHTTPCaching(cache)
+            let session = URLSession(configuration: configuration)
+            defer { session.finishTasksAndInvalidate() }
+            let first = try await fetch(session, origin.url("/v"))
+            #expect(first.status == .miss, "namespace '\(namespace)': the other namespace's entry is never found")
+            #expect(try await fetch(session, origin.url("/v")).status == .fresh)
+        }
+        #expect(origin.requestCount("/v") == 2)
+    }
+}
+
+@Suite("One origin request per key")
+struct CollapsingTests {
+    @Test("64 concurrent misses for one key: one origin request; the others are answered from it, as collapsed")
+    func collapsedMisses() async throws {
+        let h = try Harness()
+        let gate = LoopbackOrigin.Gate()
+        var response = LoopbackOrigin.Response(text: "shared")
+        response.headGate = gate
+        h.origin.route("/hot", response: response)
+        let key = try h.cache.key(for: URLRequest(url: h.origin.url("/hot")))
+        let results = try await withThrowingTaskGroup(of: FetchResult.self) { group in
+            for _ in 0..<64 { group.addTask { try await h.get("/hot") } }
+            // The origin holds the leader's answer until the 63 others wait on it.
+            #expect(await gate.reached(count: 1))
+            #expect(await eventually { h.cache.flights.followers(of: key) == 63 })
+            gate.open()
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 64 && results.allSatisfy { $0.text == "shared" && $0.status == .miss })
+        #expect(h.origin.requestCount("/hot") == 1, "one origin request however many callers")
+        #expect(h.recorder.count(.collapsed) == 63)
+        #expect(results.filter { $0.response.value(forHTTPHeaderField: "Cache-Status")?.contains("collapsed") == true }.count
+                == h.recorder.count(.collapsed))
+    }
+
+    @Test("followers of an answer that may not be stored go to the network themselves")
+    func unstorableLeader() async throws {
+        let h = try Harness()
+        let gate = LoopbackOrigin.Gate()
+        h.origin.route("/private") { _, hit in
+            var response = LoopbackOrigin.Response(headers: [("Cache-Control", "no-store")], text: "v\(hit)")
+            if hit == 1 { response.headGate = gate }
+            return response
+        }
+        let key = try h.cache.key(for: URLRequest(url: h.origin.url("/private")))
+        async let first = h.get("/private")
+        #expect(await gate.reached(count: 1))
+        async let second = h.get("/private")
+        async let third = h.get("/private")
+        #expect(await eventually { h.cache.flights.followers(of: key) == 2 })
+        gate.open()
+        let bodies = try await [first.text, second.text, third.text]
+        #expect(Set(bodies).count == 3, "each caller got its own answer: \(bodies)")
+        #expect(h.origin.requestCount("/private") == 3)
+    }
+
+    @Test("a follower that is cancelled does not cancel the leader")
+    func cancelledFollower() async throws {
+        let h = try Harness()
+        let gate = LoopbackOrigin.Gate()
+        var response = LoopbackOrigin.Response(text: "lead")
+        response.headGate = gate
+        h.origin.route("/slow", response: response)
+        let key = try h.cache.key(for: URLRequest(url: h.origin.url("/slow")))
+        async let leader = h.get("/slow")
+        #expect(await gate.reached(count: 1))
+        let follower = h.session.dataTask(with: h.origin.url("/slow"))
+        follower.resume()
+        #expect(await eventually { h.cache.flights.followers(of: key) == 1 })
+        follower.cancel()
+        #expect(await eventually { h.cache.flights.followers(of: key) == 0 }, "the cancelled follower left the flight")
+        gate.open()
+        #expect(try await leader.text == "lead")
+        #expect(h.origin.requestCount("/slow") == 1)
+    }
+
+    @Test("across processes sharing a disk store, a stale key is refreshed once: the claim is the store's")
+    func sharedRefreshClaim() async throws {
+        let directory = TemporaryDirectory()
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeVersioned("/stale")
+        let clock = TestClock()
+        var sessions: [URLSession] = []
+        var recorders: [EventRecorder] = []
+        var stores: [DiskResponseStore] = []
+        var caches: [HTTPCache] = []
+        for _ in 0..<2 {
+            let store = try DiskResponseStore(directory: directory.url)
+            stores.append(store)
+            let cache = HTTPCache(store: store, now: clock.closure)
+            caches.append(cache)
+            recorders.append(EventRecorder(cache))
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.enableHTTPCaching(cache)
+            sessions.append(URLSession(configuration: configuration))
+        }
+        defer {
+            for session in sessions { session.finishTasksAndInvalidate() }
+            for store in stores { store.close() }
+        }
+        _ = try await fetch(sessions[0], origin.url("/stale"))
+        clock.advance(by: 100)
+        // Hold the refresh at the origin so both "processes" ask while it is in flight.
+        let gate = LoopbackOrigin.Gate()
+        origin.route("/stale") { _, hit in
+            var response = LoopbackOrigin.Response(text: "v\(hit)")
+            response.headGate = gate
+            return response
+        }
+        #expect(try await fetch(sessions[0], origin.url("/stale")).status == .stale)
+        #expect(await gate.reached(count: 1))
+        #expect(try await fetch(sessions[1], origin.url("/stale")).status == .stale)
+        // The second process claimed the refresh in its own process, then found the store's
+        // claim taken and gave its own back: no second refresh reaches the origin.
+        #expect(await eventually { caches[1].refreshesInFlight == 0 })
+        gate.open()
+        #expect(await recorders[0].wait(for: .refreshed(bodyChanged: true)))
+        #expect(origin.requestCount("/stale") == 2, "one miss, one refresh: the second process found the claim taken")
+    }
+}

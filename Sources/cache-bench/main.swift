@@ -69,6 +69,11 @@ if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
     print("\(variant) \(bytes): \(formatMicros((now() - start) / Double(count))) µs per request")
     exit(0)
 }
+// `--stream-peak cache|plain MEGABYTES`: one streaming download, in its own process.
+if let index = arguments.firstIndex(of: "--stream-peak"), arguments.count > index + 2, let megabytes = Int(arguments[index + 2]) {
+    TransparencyBench.streamPeak(megabytes: megabytes, throughCache: arguments[index + 1] == "cache")
+    exit(0)
+}
 let rounds = quick ? 3 : 9
 
 // `--redis-only`: fresh hits from a Redis store against memory and disk stores.
@@ -92,7 +97,7 @@ let http = HTTPBench(origin: origin, rounds: rounds)
 let served = quick ? 256 : 1024
 let memory = http.peakMemoryServing(megabytes: served)
 
-let (medians, problems) = http.run()
+var (medians, problems) = http.run()
 
 print("per-request time, microseconds (median of \(rounds) interleaved rounds; sequential requests)")
 print("body     " + HTTPBench.variants.map { $0.padding(toLength: 10, withPad: " ", startingAt: 0) }.joined())
@@ -114,6 +119,37 @@ let c64 = http.concurrentHits(callers: 64, total: total, rounds: 3)
 print("\nconcurrent 1 KB hits: \(Int(c8)) requests/s with 8 callers, \(Int(c64)) with 64")
 lines.append("rps.hit_c8=\(Int(c8))")
 lines.append("rps.hit_c64=\(Int(c64))")
+
+let storeDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-stores-\(UUID().uuidString)")
+let diskStore = try DiskResponseStore(directory: storeDirectory.appendingPathComponent("disk"))
+let tieredStore = TieredResponseStore(back: try DiskResponseStore(directory: storeDirectory.appendingPathComponent("tiered")))
+let diskHits = TransparencyBench.concurrentHits(origin: origin, store: diskStore, total: total, rounds: 3)
+let tieredHits = TransparencyBench.concurrentHits(origin: origin, store: tieredStore, total: total, rounds: 3)
+diskStore.close()
+(tieredStore.back as? DiskResponseStore)?.close()
+try? FileManager.default.removeItem(at: storeDirectory)
+print("concurrent 1 KB hits with 8 callers: \(Int(diskHits))/s from a disk store, \(Int(tieredHits))/s from a tiered store")
+lines.append("rps.disk_hit_c8=\(Int(diskHits))")
+lines.append("rps.tiered_hit_c8=\(Int(tieredHits))")
+
+let neighbour = TransparencyBench.slowNeighbour(origin: origin, total: total, rounds: 3)
+print("memory hits with 8 callers: \(Int(neighbour.alone))/s alone, \(Int(neighbour.beside))/s while another session's store takes 300 ms per read")
+lines.append("rps.hit_c8_beside_slow_store=\(Int(neighbour.beside))")
+lines.append("ratio.hit_rate_beside_slow_store=\(formatRatio(neighbour.beside / neighbour.alone))")
+
+let ttfb = TransparencyBench.timeToFirstByte(origin: origin, rounds: quick ? 5 : 15)
+print("time to the response of a 4 MB miss sent at 8 MB/s: \(formatMicros(ttfb.cache)) µs through the cache, \(formatMicros(ttfb.network)) µs without")
+lines.append("ratio.ttfb_miss_over_network=\(formatRatio(ttfb.cache / ttfb.network))")
+
+let streamMegabytes = quick ? 256 : 1024
+let stream = TransparencyBench.streamPeakDifference(megabytes: streamMegabytes)
+print("peak resident memory streaming \(streamMegabytes) MB to a delegate: \(Int(stream.cache)) MiB through the cache, \(Int(stream.plain)) MiB without")
+lines.append("stream_rss_over_plain_mb=\(Int(stream.cache - stream.plain))")
+problems += stream.problems
+
+let collapsed = TransparencyBench.collapsedMisses(origin: origin)
+print("64 concurrent misses for one key reached the origin \(collapsed) time(s)")
+lines.append("origin_requests.collapsed_miss_c64=\(collapsed)")
 
 print("peak resident memory while serving \(served) MB of 1 MB hits from a 64 MiB store: \(Int(memory.peak)) MiB" +
       (memory.reset ? "" : " (the peak could not be reset: this is the whole run's peak)"))

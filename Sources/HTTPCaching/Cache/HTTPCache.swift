@@ -23,8 +23,11 @@ public final class HTTPCache: Sendable {
 
     let hub = EventHub()
     let flights = Flights()
-    /// Where store reads and writes happen: never Foundation's shared URLSession queue.
-    let ioQueue: DispatchQueue
+    /// Where store reads and writes happen: never Foundation's shared URLSession queue. Serial
+    /// queues, each with a thread of its own when busy (serial queues never wait for a thread
+    /// the way a concurrent queue on the shared pool can when other work blocks it); a URL
+    /// always maps to the same one, so one key's reads and writes stay in order.
+    private let ioQueues: [DispatchQueue]
     private let ioQueueKey = DispatchSpecificKey<Bool>()
     /// Whether the store answers from memory, so its reads and writes may run anywhere.
     let storeIsInMemory: Bool
@@ -50,8 +53,8 @@ public final class HTTPCache: Sendable {
         self.now = now
         storeIsInMemory = store is MemoryResponseStore
         plainKeys = KeyDerivation(configuration: configuration, sessionHeaders: [:])
-        ioQueue = DispatchQueue(label: "HTTPCaching.io", qos: .userInitiated, attributes: .concurrent)
-        ioQueue.setSpecific(key: ioQueueKey, value: true)
+        ioQueues = (0..<8).map { DispatchQueue(label: "HTTPCaching.io.\($0)", qos: .userInitiated) }
+        for queue in ioQueues { queue.setSpecific(key: ioQueueKey, value: true) }
         if let memory = store as? MemoryResponseStore { secret.withLock { $0 = memory.partitionSecret() } }
     }
 
@@ -220,7 +223,14 @@ public final class HTTPCache: Sendable {
         hub.emit(CacheEvent(kind: kind, key: key, url: url, date: now()))
     }
 
-    /// Whether the calling thread is running on the I/O queue.
+    /// The I/O queue for a URL (or any text naming what the work is about).
+    func ioQueue(for name: String) -> DispatchQueue {
+        var hasher = Hasher()
+        hasher.combine(name)
+        return ioQueues[Int(UInt(bitPattern: hasher.finalize()) % UInt(ioQueues.count))]
+    }
+
+    /// Whether the calling thread is running on an I/O queue.
     var isOnIOQueue: Bool { DispatchQueue.getSpecific(key: ioQueueKey) == true }
 
     /// Whether the partition secret is at hand without I/O.

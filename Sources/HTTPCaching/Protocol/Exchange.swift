@@ -103,6 +103,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
                       credentialed: binding.keys.isCredentialed(headers), body: .none)
         self.init(binding: binding, hop: hop, role: .foreground(streaming: streaming), delivery: delivery,
                   outer: task.map { Outer(task: $0, session: session) })
+        if streaming, let session, let dataTask = task as? URLSessionDataTask {
+            delivery.deliverChunksDirectly(session: session, task: dataTask)
+        }
     }
 
     /// Derives the key, looks the entry up and starts the transaction. A hit from a store
@@ -120,9 +123,11 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         }
         if !hop.credentialed || cache.hasPartitionSecret, let key = try? binding.key(for: hop.request),
            case .answered(let entry, let other) = cache.lookupImmediately(key, headers: hop.headers) {
-            return startTransaction(key: key, entry: entry, otherVariant: other)
+            // On the task's work queue already: a hit is delivered in place.
+            let start = { self.startTransaction(key: key, entry: entry, otherVariant: other) }
+            return delivery.map { $0.inline(start) } ?? start()
         }
-        cache.ioQueue.async {
+        cache.ioQueue(for: hop.key.url).async {
             guard let key = try? self.binding.key(for: hop.request) else {
                 // The store cannot give the partition secret: this credentialed request can be
                 // neither looked up nor stored; it goes to the network untouched.
@@ -151,7 +156,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     static func refresh(_ previous: CacheEntry, hop: Hop, binding: ProtocolBinding) {
         let cache = binding.cache
         guard cache.beginRefresh(previous.key) else { return }
-        cache.ioQueue.async {
+        cache.ioQueue(for: previous.key.url).async {
             guard cache.store.claimRefresh(of: previous.key, lease: 60) else {
                 cache.endRefresh(previous.key)
                 return
@@ -268,7 +273,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             }
             guard let next else { return }
             if needsIO(next) && !cache.isOnIOQueue {
-                cache.ioQueue.async {
+                cache.ioQueue(for: state.withLock { $0.hop.key.url }).async {
                     self.perform(next)
                     self.drain()
                 }
@@ -300,7 +305,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
                 defer { state.forwardID = nil; state.forwardTask = nil }
                 return state.forwardTask
             }
-            if let task { DispatchQueue.global().async { task.value.cancel() } }
+            if let task { binding.control.async { task.value.cancel() } }
             endFlight()
             endRefreshClaim()
         case .respond(let head, let disposition):
@@ -344,7 +349,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             return state.refreshClaim
         }) else { return }
         cache.endRefresh(key)
-        cache.ioQueue.async { [cache] in cache.store.releaseRefresh(of: key) }
+        cache.ioQueue(for: key.url).async { [cache] in cache.store.releaseRefresh(of: key) }
     }
 
     private func endFlight() {
@@ -385,7 +390,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         // Never create or resume a task synchronously on Foundation's shared URLSession queue,
         // where `startLoading` runs: every session's work queue targets it, so creating a task
         // there waits on the queue the thread already holds, and traps.
-        DispatchQueue.global().async {
+        binding.control.async {
             let task = self.binding.forwarding.makeTask(sending.value.0, body: sending.value.1, observer: self)
             let go = self.state.withLock { state -> Bool in
                 guard !state.stopped || self.delivery == nil else { return false }
@@ -527,7 +532,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     /// Starts the next request of the exchange (after a redirect, or with credentials): a
     /// transaction of its own, with its own key and lookup.
     private func startHop(_ request: URLRequest, body: ForwardingBody) {
-        cache.ioQueue.async {
+        cache.ioQueue(for: request.url?.absoluteString ?? "").async {
             let headers = self.binding.keys.headers(request)
             let credentialed = self.binding.keys.isCredentialed(headers)
             let role = self.state.withLock { $0.transaction.context.role }

@@ -20,6 +20,10 @@ final class ProtocolBinding: Sendable {
     let keys: KeyDerivation
     /// Responses built for hits, reused while the entry version and its disposition match.
     let builtResponses = BuiltResponses()
+    /// Where forwarded tasks are created, resumed, suspended and cancelled: never Foundation's
+    /// shared URLSession queue (doing it there waits on the queue the thread holds, and
+    /// traps), and a serial queue, so it always gets a thread.
+    let control = DispatchQueue(label: "HTTPCaching.forwarding.control", qos: .userInitiated)
     /// The caller's credential storage, for authentication challenges (the same object its
     /// session uses).
     let credentialStorage: UncheckedBox<URLCredentialStorage?>

@@ -18,6 +18,14 @@ enum TaskIntrospection {
         return unwrap(value) as? URLSession
     }
 
+    /// The task's work queue: the queue (targeting its session's) on which Foundation's own
+    /// protocols call their client. `_ProtocolClient` reads the session's task registry with
+    /// no lock of its own, so a client call made anywhere else races with the registry's
+    /// changes and can crash the process.
+    static func workQueue(of task: URLSessionTask) -> DispatchQueue? {
+        storedValue(named: "workQueue", in: task) as? DispatchQueue
+    }
+
     /// How a task receives its body, by the behaviour its session registered for it.
     enum Delivery: Equatable {
         /// Chunk by chunk through the delegate's `didReceive(data)` (`.callDelegate` with a

@@ -138,7 +138,8 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
         if let namespace = key.namespace { keyText += " [namespace \(namespace)]" }
         row("key", keyText)
         row("policy", "\(policy) (\(policySource))")
-        row("windows", "fresh \(Self.seconds(windows.fresh)), usable \(Self.seconds(windows.usable)) (\(windows.source))")
+        row("windows", "fresh \(Self.seconds(windows.fresh)), usable \(Self.seconds(windows.usable)) (\(windows.source))"
+            + (policy == CachingPolicy.httpSemantics.name ? "; freshness comes from the response under this policy" : ""))
         if let entry {
             row("entry", "status \(entry.statusCode), \(entry.bodyBytes) bytes, stored \(entry.storedAt)")
             more("age \(Self.seconds(entry.age)) (\(entry.ageSource))")
@@ -193,21 +194,24 @@ extension CacheExplanation {
         var entry: CacheEntry?
         var otherVariant: Bool? = false
         var storeUnavailable = false
+        // An unsafe method is keyed as the GET it would invalidate.
+        let isUnsafe = !CacheDecision.safeMethods.contains(method)
+        let keyMethod = isUnsafe ? "GET" : nil
         do {
-            key = try keys.key(for: request, headers: headers, secret: cache.partitionSecret)
-            if method == "GET" || method == "HEAD" || !CacheDecision.safeMethods.contains(method) {
+            key = try keys.key(for: request, headers: headers, method: keyMethod, secret: cache.partitionSecret)
+            if method == "GET" || method == "HEAD" || isUnsafe {
                 (entry, otherVariant) = cache.lookup(key, headers: headers)
             }
         } catch {
-            key = keys.key(for: request, headers: headers, secret: { [] })
+            key = keys.key(for: request, headers: headers, method: keyMethod, secret: { [] })
             storeUnavailable = true
             reasons.append("the store's partition secret could not be read (\(error)): this credentialed request can be neither looked up nor stored")
         }
-        let isUnsafe = method != "GET" && method != "HEAD"
+        let invalidated = isUnsafe ? entry : nil
+        if isUnsafe { entry = nil }
         var decidingConfiguration = configuration
         if storeUnavailable { decidingConfiguration.storesCredentialedResponses = false }
-        // An unsafe method never reads the entry; the lookup above only shows what it would invalidate.
-        let evaluation = CacheDecision.evaluate(request: request, headers: headers, entry: isUnsafe ? nil : entry,
+        let evaluation = CacheDecision.evaluate(request: request, headers: headers, entry: entry,
                                                 otherVariant: otherVariant, credentialed: credentialed, now: now,
                                                 configuration: decidingConfiguration)
         if otherVariant == nil { reasons.append("the store could not be read; the lookup counts as a miss") }
@@ -226,10 +230,17 @@ extension CacheExplanation {
         let described = entry.map { describe($0, policy: policy, windows: windows, evaluation: evaluation, credentialed: credentialed,
                                              request: request, cache: cache, now: now) }
         reasons += evaluation.notes
-        let outcome = Self.outcome(evaluation, method: method, entry: isUnsafe ? nil : entry, windows: windows, policy: policy,
+        let outcome = Self.outcome(evaluation, method: method, entry: entry, windows: windows, policy: policy,
                                    configuration: configuration, cache: cache, reasons: &reasons)
-        if isUnsafe, entry != nil {
-            reasons.append("an entry is stored for \(key.method) \(key.url): a non-error answer removes it, every variant included")
+        if invalidated != nil {
+            reasons.append("a response is stored for GET \(key.url): a non-error answer removes it, every variant included, "
+                           + "and the same-origin URLs its Location and Content-Location name")
+        }
+        if let entry, policy == .twoTier {
+            let directives = CacheControl(entry.header("Cache-Control"))
+            if directives.has("max-age") || entry.header("Expires") != nil {
+                reasons.append("under two-tier the windows decide freshness: the response's max-age and Expires are not used (the http policy follows them)")
+            }
         }
         let lastNotStored = entry == nil ? cache.lastNotStored(key).map {
             NotStored(reason: $0.reason.description, date: HTTPDate.format($0.date))

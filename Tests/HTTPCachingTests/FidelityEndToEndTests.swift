@@ -24,6 +24,45 @@ func waitUntil(timeout: TimeInterval = 10, _ condition: () -> Bool) async -> Boo
     return true
 }
 
+/// A request started at once from the calling task (no child task to schedule, so it goes out
+/// even when the cooperative pool is busy), its answer awaited later.
+final class StartedFetch: @unchecked Sendable {
+    private let lock = NSLock()
+    private var outcome: Result<FetchResult, any Error>?
+    private var waiter: CheckedContinuation<FetchResult, any Error>?
+
+    init(_ session: URLSession, _ request: URLRequest) {
+        session.dataTask(with: request) { data, response, error in
+            let outcome: Result<FetchResult, any Error>
+            if let error {
+                outcome = .failure(error)
+            } else if let http = response as? HTTPURLResponse {
+                outcome = .success(FetchResult(data: data ?? Data(), response: http))
+            } else {
+                outcome = .failure(URLError(.badServerResponse))
+            }
+            let waiter = self.lock.withLock { () -> CheckedContinuation<FetchResult, any Error>? in
+                self.outcome = outcome
+                defer { self.waiter = nil }
+                return self.waiter
+            }
+            waiter?.resume(with: outcome)
+        }.resume()
+    }
+
+    var value: FetchResult {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready = lock.withLock { () -> Result<FetchResult, any Error>? in
+                    if outcome == nil { waiter = continuation }
+                    return outcome
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        }
+    }
+}
+
 /// A store whose reads always fail (a server that cannot be reached), writes kept in memory.
 final class UnreadableStore: ResponseStore {
     let memory = MemoryResponseStore()
@@ -278,13 +317,14 @@ struct FidelityEndToEndTests {
             if hit == 1 { response.headGate = gate }
             return response
         }
-        async let first = h.get("/c")
+        let request = URLRequest(url: h.origin.url("/c"))
+        let first = StartedFetch(h.session, request)
         #expect(await gate.reached())
-        async let second = h.get("/c")
-        let key = try h.cache.key(for: URLRequest(url: h.origin.url("/c")))
+        let second = StartedFetch(h.session, request)
+        let key = try h.cache.key(for: request)
         #expect(await waitUntil { h.cache.flights.followers(of: key) == 1 }, "the second request waits in the first one's flight")
         gate.open()
-        let (leader, follower) = try await (first, second)
+        let leader = try await first.value, follower = try await second.value
         #expect(leader.cacheStatusField == "HTTPCaching; fwd=uri-miss; fwd-status=200; ttl=60; stored")
         #expect(follower.text == "c1")
         #expect(follower.cacheStatusField == "HTTPCaching; fwd=uri-miss; fwd-status=200; stored; collapsed")

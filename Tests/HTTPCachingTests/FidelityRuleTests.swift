@@ -400,10 +400,13 @@ struct FidelityRuleTests {
     }
 
     @Test("RFC 9111 §4.1: each combination is an entry of its own, at most HTTPCache.maxVariantsPerURL per URL, the oldest removed",
-          arguments: [1, 8, 9, 12])
-    func boundedVariants(count: Int) throws {
+          arguments: [1, 8, 9, 12], [false, true])
+    func boundedVariants(count: Int, onDisk: Bool) throws {
         let clock = TestClock()
-        let cache = HTTPCache(now: clock.closure)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fidelity-variants-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store: any ResponseStore = onDisk ? try DiskResponseStore(directory: directory) : MemoryResponseStore()
+        let cache = HTTPCache(store: store, now: clock.closure)
         let recorder = EventRecorder(cache)
         func request(_ language: String) -> URLRequest {
             var request = URLRequest(url: Self.url)

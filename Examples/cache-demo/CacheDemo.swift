@@ -22,6 +22,8 @@ enum CacheDemo {
             exit(await Walkthrough.run(store: store))
         case .fetch(let options):
             exit(await FetchCommand.run(options))
+        case .explain(let options):
+            exit(await ExplainCommand.run(options))
         }
     }
 }

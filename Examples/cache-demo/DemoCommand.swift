@@ -7,6 +7,8 @@ enum DemoCommand: Equatable {
     case walkthrough(StoreChoice)
     /// Fetch a URL through the cache, repeatedly.
     case fetch(FetchOptions)
+    /// Explain what the cache would do with a request for a URL, and why.
+    case explain(ExplainOptions)
     /// Print the usage.
     case help
 }
@@ -59,6 +61,24 @@ struct FetchOptions: Equatable {
     var json = false
 }
 
+/// `cache-demo explain URL ...`: what the cache would do with a GET for the URL, from the
+/// store, without the network (unless `--fetch-first`).
+struct ExplainOptions: Equatable {
+    /// A request header field, `--header 'Name: value'`.
+    struct Header: Equatable {
+        var name: String
+        var value: String
+    }
+
+    var url: URL
+    var store = StoreChoice.memory
+    var policy = CachingPolicy.twoTier
+    var windows = CacheWindows.standard
+    var headers: [Header] = []
+    var fetchFirst = false
+    var json = false
+}
+
 /// A command line that cannot be run; the demo prints it and exits with status 2.
 struct UsageError: Error, Equatable, CustomStringConvertible {
     let description: String
@@ -72,6 +92,11 @@ extension DemoCommand {
     usage: cache-demo [--store STORE]      walk through miss, fresh, stale, refresh and expiry
                                            against an embedded local origin
            cache-demo fetch URL [options]  fetch URL through the cache
+           cache-demo explain URL [options]
+                                           what the cache would do with a GET for URL, and why:
+                                           the key, the stored entry, its age and lifetime, the
+                                           policy and windows, whether it would be stored, the
+                                           Cache-Status it would carry; no network
            cache-demo --help
 
     --store STORE         memory (the default), disk (under ~/.cache/swift-http-caching),
@@ -89,6 +114,16 @@ extension DemoCommand {
       --store STORE       as above
       --json              one JSON object per request and per event, instead of a table
 
+    explain options (and --fresh, --usable and --policy as above):
+      --store STORE       the store to read; explain fetches nothing, so with the default
+                          memory store nothing is stored unless --fetch-first is given:
+                          `cache-demo fetch URL --store disk` then
+                          `cache-demo explain URL --store disk` explains the stored entry
+      --fetch-first       fetch URL once through the cache first, then explain
+      --header 'N: V'     a request header field (repeatable), e.g. for Vary or credentials;
+                          -H works too
+      --json              the explanation as one JSON object
+
     how each request was served: miss, fresh, stale, expired, revalidated, fallback, bypass
     exit status: 0 success, 1 a request failed, 2 a bad command line
     """
@@ -98,22 +133,27 @@ extension DemoCommand {
         guard let first = arguments.first else { return .walkthrough(.memory) }
         if first == "--help" || first == "-h" || first == "help" { return .help }
         if first.hasPrefix("--store") { return .walkthrough(try parseStoreOnly(arguments)) }
-        guard first == "fetch" else { throw UsageError(description: "unknown command '\(first)'") }
+        guard first == "fetch" || first == "explain" else { throw UsageError(description: "unknown command '\(first)'") }
+        let explaining = first == "explain"
 
         var url: URL?
         var fresh: Double?, usable: Double?
         var options = FetchOptions(url: URL(string: "http://localhost/")!)
+        var explain = ExplainOptions(url: options.url)
+        let valued = explaining ? ["--fresh", "--usable", "--store", "--policy", "--header", "-H"]
+                                : ["--fresh", "--usable", "--repeat", "--interval", "--store", "--policy"]
         var rest = arguments.dropFirst()[...]
         while let argument = rest.popFirst() {
             if argument == "--help" || argument == "-h" { return .help }
-            if argument == "--json" { options.json = true; continue }
+            if argument == "--json" { options.json = true; explain.json = true; continue }
+            if explaining && argument == "--fetch-first" { explain.fetchFirst = true; continue }
             if argument.hasPrefix("-") {
                 var name = argument, value: String?
-                if let equals = argument.firstIndex(of: "=") {
+                if let equals = argument.firstIndex(of: "="), !argument.hasPrefix("-H") {
                     name = String(argument[..<equals])
                     value = String(argument[argument.index(after: equals)...])
                 }
-                guard ["--fresh", "--usable", "--repeat", "--interval", "--store", "--policy"].contains(name) else {
+                guard valued.contains(name) else {
                     throw UsageError(description: "unknown option '\(name)'")
                 }
                 guard let text = value ?? rest.popFirst() else { throw UsageError(description: "\(name) needs a value") }
@@ -121,12 +161,22 @@ extension DemoCommand {
                 case "--fresh": fresh = try seconds(text, name)
                 case "--usable": usable = try seconds(text, name)
                 case "--interval": options.interval = try seconds(text, name)
-                case "--store": options.store = try StoreChoice(parsing: text)
+                case "--store":
+                    options.store = try StoreChoice(parsing: text)
+                    explain.store = options.store
                 case "--policy":
                     guard let policy = CachingPolicy(builtInNamed: text) else {
                         throw UsageError(description: "--policy takes one of \(Self.policyNames.joined(separator: ", ")), not '\(text)'")
                     }
                     options.policy = policy
+                    explain.policy = policy
+                case "--header", "-H":
+                    guard let colon = text.firstIndex(of: ":"),
+                          case let field = text[..<colon].trimmingCharacters(in: .whitespaces), !field.isEmpty,
+                          field.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: ":") }) else {
+                        throw UsageError(description: "\(name) takes 'Name: value', not '\(text)'")
+                    }
+                    explain.headers.append(.init(name: field, value: text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
                 default:
                     guard let count = Int(text), count >= 1 else {
                         throw UsageError(description: "--repeat takes a whole number of at least 1, not '\(text)'")
@@ -142,7 +192,7 @@ extension DemoCommand {
             }
             url = parsed
         }
-        guard let url else { throw UsageError(description: "fetch needs a URL") }
+        guard let url else { throw UsageError(description: "\(first) needs a URL") }
         options.url = url
         do {
             options.windows = try CacheWindows(fresh: fresh ?? CacheWindows.standard.fresh,
@@ -150,7 +200,10 @@ extension DemoCommand {
         } catch {
             throw UsageError(description: error.description)
         }
-        return .fetch(options)
+        guard explaining else { return .fetch(options) }
+        explain.url = url
+        explain.windows = options.windows
+        return .explain(explain)
     }
 
     /// The walkthrough's only option: `--store STORE` or `--store=STORE`.

@@ -71,7 +71,7 @@ enum Walkthrough {
             "miss": "miss: nothing stored, fetched from the origin and stored",
             "fresh": "fresh: younger than \(format(windows.fresh)) s, answered from the store, no network",
             "stale": "stale: past the fresh window, answered from the store at once; refreshing in the background",
-            "expired": "expired: older than the \(format(windows.usable)) s usable window, removed and fetched again",
+            "expired": "expired: older than the \(format(windows.usable)) s usable window, fetched again; the new answer replaced it",
             "revalidated": "revalidated: expired, but it has an ETag; the origin answered 304 and the stored body was served",
             "fallback": "fallback: the origin is unreachable; the expired entry was served instead of an error",
         ]

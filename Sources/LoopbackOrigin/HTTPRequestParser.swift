@@ -107,6 +107,17 @@ enum HTTPRequestParser {
 
     struct HeadError: Error { let reason: String }
 
+    /// Whether a byte may appear in a token (`tchar`, RFC 9110 section 5.6.2).
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 48...57, 65...90, 97...122: true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): true
+        default: false
+        }
+    }
+
     /// Splits a request head (bytes up to and including CRLF CRLF) into method, target,
     /// version and header fields. Works on bytes: this is on every request's path.
     static func parseHead(_ head: [UInt8]) -> Result<(String, String, String, [(name: String, value: String)]), HeadError> {
@@ -125,7 +136,9 @@ enum HTTPRequestParser {
         guard let requestLine = lines.first else { return .failure(HeadError(reason: "empty request")) }
         let parts = requestLine.split(separator: space, omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(HeadError(reason: "bad request line")) }
-        guard !parts[0].isEmpty, parts[0].allSatisfy({ $0 >= 65 && $0 <= 90 }) else {
+        // Upper-case letters, digits and token symbols (RFC 9110 section 9.1): M-SEARCH and
+        // other extension methods pass; a lower-case method is still refused, as a typo.
+        guard !parts[0].isEmpty, parts[0].allSatisfy({ isTokenByte($0) && !($0 >= 97 && $0 <= 122) }) else {
             return .failure(HeadError(reason: "bad method"))
         }
         guard parts[1].first == 47 /* / */, let target = String(validating: parts[1], as: UTF8.self) else {

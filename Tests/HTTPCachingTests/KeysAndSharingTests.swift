@@ -166,14 +166,14 @@ struct CollapsingTests {
         response.headGate = gate
         h.origin.route("/hot", response: response)
         let key = try h.cache.key(for: URLRequest(url: h.origin.url("/hot")))
-        let results = try await withThrowingTaskGroup(of: FetchResult.self) { group in
-            for _ in 0..<64 { group.addTask { try await h.get("/hot") } }
-            // The origin holds the leader's answer until the 63 others wait on it.
-            #expect(await gate.reached(count: 1))
-            #expect(await eventually { h.cache.flights.followers(of: key) == 63 })
-            gate.open()
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
+        // Started from this task, not child tasks: they go out even when the test pool is busy.
+        let fetches = (0..<64).map { _ in StartedFetch(h.session, URLRequest(url: h.origin.url("/hot"))) }
+        // The origin holds the leader's answer until the 63 others wait on it.
+        #expect(await gate.reached(count: 1, timeout: 30))
+        #expect(await eventually(timeout: 30) { h.cache.flights.followers(of: key) == 63 })
+        gate.open()
+        var results: [FetchResult] = []
+        for fetch in fetches { results.append(try await fetch.value) }
         #expect(results.count == 64 && results.allSatisfy { $0.text == "shared" && $0.status == .miss })
         #expect(h.origin.requestCount("/hot") == 1, "one origin request however many callers")
         #expect(h.recorder.count(.collapsed) == 63)
@@ -191,13 +191,13 @@ struct CollapsingTests {
             return response
         }
         let key = try h.cache.key(for: URLRequest(url: h.origin.url("/private")))
-        async let first = h.get("/private")
-        #expect(await gate.reached(count: 1))
-        async let second = h.get("/private")
-        async let third = h.get("/private")
-        #expect(await eventually { h.cache.flights.followers(of: key) == 2 })
+        let request = URLRequest(url: h.origin.url("/private"))
+        let first = StartedFetch(h.session, request)
+        #expect(await gate.reached(count: 1, timeout: 30))
+        let second = StartedFetch(h.session, request), third = StartedFetch(h.session, request)
+        #expect(await eventually(timeout: 30) { h.cache.flights.followers(of: key) == 2 })
         gate.open()
-        let bodies = try await [first.text, second.text, third.text]
+        let bodies = try await [first.value.text, second.value.text, third.value.text]
         #expect(Set(bodies).count == 3, "each caller got its own answer: \(bodies)")
         #expect(h.origin.requestCount("/private") == 3)
     }
@@ -210,15 +210,15 @@ struct CollapsingTests {
         response.headGate = gate
         h.origin.route("/slow", response: response)
         let key = try h.cache.key(for: URLRequest(url: h.origin.url("/slow")))
-        async let leader = h.get("/slow")
-        #expect(await gate.reached(count: 1))
+        let leader = StartedFetch(h.session, URLRequest(url: h.origin.url("/slow")))
+        #expect(await gate.reached(count: 1, timeout: 30))
         let follower = h.session.dataTask(with: h.origin.url("/slow"))
         follower.resume()
-        #expect(await eventually { h.cache.flights.followers(of: key) == 1 })
+        #expect(await eventually(timeout: 30) { h.cache.flights.followers(of: key) == 1 })
         follower.cancel()
-        #expect(await eventually { h.cache.flights.followers(of: key) == 0 }, "the cancelled follower left the flight")
+        #expect(await eventually(timeout: 30) { h.cache.flights.followers(of: key) == 0 }, "the cancelled follower left the flight")
         gate.open()
-        #expect(try await leader.text == "lead")
+        #expect(try await leader.value.text == "lead")
         #expect(h.origin.requestCount("/slow") == 1)
     }
 

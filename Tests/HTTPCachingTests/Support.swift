@@ -161,3 +161,42 @@ func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) async -> Bo
     }
     return true
 }
+
+/// A request started at once from the calling task (no child task to schedule, so it goes out
+/// even when the cooperative pool is busy), its answer awaited later.
+final class StartedFetch: @unchecked Sendable {
+    private let lock = NSLock()
+    private var outcome: Result<FetchResult, any Error>?
+    private var waiter: CheckedContinuation<FetchResult, any Error>?
+
+    init(_ session: URLSession, _ request: URLRequest) {
+        session.dataTask(with: request) { data, response, error in
+            let outcome: Result<FetchResult, any Error>
+            if let error {
+                outcome = .failure(error)
+            } else if let http = response as? HTTPURLResponse {
+                outcome = .success(FetchResult(data: data ?? Data(), response: http))
+            } else {
+                outcome = .failure(URLError(.badServerResponse))
+            }
+            let waiter = self.lock.withLock { () -> CheckedContinuation<FetchResult, any Error>? in
+                self.outcome = outcome
+                defer { self.waiter = nil }
+                return self.waiter
+            }
+            waiter?.resume(with: outcome)
+        }.resume()
+    }
+
+    var value: FetchResult {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready = lock.withLock { () -> Result<FetchResult, any Error>? in
+                    if outcome == nil { waiter = continuation }
+                    return outcome
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        }
+    }
+}

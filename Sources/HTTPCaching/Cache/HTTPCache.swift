@@ -36,6 +36,8 @@ public final class HTTPCache: Sendable {
     /// Windows set ahead of time for single entries with `setWindows(_:for:)`, oldest first
     /// out past 10,000.
     private let entryWindows = Mutex(BoundedWindows())
+    /// Why the last response for a key was not stored, for `explain`: the 1,000 most recent.
+    private let notStored = Mutex(BoundedNotStored())
     /// Keys requests with no session's headers.
     let plainKeys: KeyDerivation
 
@@ -169,7 +171,9 @@ public final class HTTPCache: Sendable {
     func cachedEntry(for request: URLRequest, keys: KeyDerivation) -> CacheEntry? {
         let headers = keys.headers(request)
         guard let key = try? keys.key(for: request, headers: headers, secret: partitionSecret) else { return nil }
-        return lookup(key, headers: headers).entry
+        guard var entry = lookup(key, headers: headers).entry else { return nil }
+        entry.varyValues[Vary.variantListName] = nil // the cache's own bookkeeping
+        return entry
     }
 
     func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest, windows: CacheWindows?,
@@ -183,12 +187,13 @@ public final class HTTPCache: Sendable {
                                body: data, storedAt: now(), windows: windows ?? windowsSetAhead(for: key),
                                varyValues: Vary.values(names: names, headers: headers))
         entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: configuration)
-        var stored = try write(entry, reporting: true)
+        var stored = true
         if !names.isEmpty && !names.contains("*") {
-            entry.key.variant = Vary.variantName(names: names, headers: headers)
-            stored = try write(entry, reporting: true) && stored
+            var variant = entry
+            variant.key.variant = Vary.variantName(names: names, headers: headers)
+            stored = try write(variant, reporting: true)
         }
-        return stored
+        return try write(entry, reporting: true) && stored
     }
 
     func setWindows(_ windows: CacheWindows?, for request: URLRequest, keys: KeyDerivation) throws {
@@ -220,7 +225,22 @@ public final class HTTPCache: Sendable {
     }
 
     func emit(_ kind: CacheEvent.Kind, _ key: CacheKey, _ url: URL?) {
-        hub.emit(CacheEvent(kind: kind, key: key, url: url, date: now()))
+        let date = now()
+        switch kind {
+        case .notStored(let reason):
+            notStored.withLock { $0.set(NotStoredRecord(reason: reason, date: date), for: key.primary) }
+        case .stored where key.variant == nil:
+            notStored.withLock { $0.clear(key) }
+        default:
+            break
+        }
+        hub.emit(CacheEvent(kind: kind, key: key, url: url, date: date))
+    }
+
+    /// Why the last response for a key was not stored, if this process saw one since the
+    /// last one stored.
+    func lastNotStored(_ key: CacheKey) -> NotStoredRecord? {
+        notStored.withLock { $0.record(for: key.primary) }
     }
 
     /// The I/O queue for a URL (or any text naming what the work is about).
@@ -276,27 +296,37 @@ public final class HTTPCache: Sendable {
 
     /// Looks an entry up, reading the store: the entry under the URL if its `Vary` matches,
     /// else the variant the request's values name.
-    func lookup(_ key: CacheKey, headers: RequestHeaders) -> (entry: CacheEntry?, otherVariant: Bool) {
-        guard let primary = read(key) else { return (nil, false) }
+    /// - Returns: the entry, and whether something is stored under the URL for other `Vary`
+    ///   values (nil when the store could not be read, so the cache cannot tell).
+    func lookup(_ key: CacheKey, headers: RequestHeaders) -> (entry: CacheEntry?, otherVariant: Bool?) {
+        let (primary, failed) = readReporting(key)
+        guard let primary else { return (nil, failed ? nil : false) }
         if Vary.matches(primary, headers) { return (primary, false) }
         let names = Vary.names(primary.header("Vary"))
         if names.contains("*") { return (nil, true) }
         var variantKey = key
         variantKey.variant = Vary.variantName(names: names, headers: headers)
-        guard let variant = read(variantKey), Vary.matches(variant, headers) else { return (nil, true) }
+        let (variant, variantFailed) = readReporting(variantKey)
+        guard let variant, Vary.matches(variant, headers) else { return (nil, variantFailed ? nil : true) }
         return (variant, false)
     }
 
     /// Reads the store; a failing read is reported and treated as a miss.
     func read(_ key: CacheKey) -> CacheEntry? {
+        readReporting(key).entry
+    }
+
+    /// Reads the store, saying whether the read failed (damaged entry, store error), which is
+    /// reported and treated as a miss.
+    private func readReporting(_ key: CacheKey) -> (entry: CacheEntry?, failed: Bool) {
         do {
-            return try store.entry(for: key)
+            return (try store.entry(for: key), false)
         } catch let ResponseStoreError.corruptEntry(_, reason) {
             emit(.corrupted(reason: reason), key, URL(string: key.url))
-            return nil
+            return (nil, true)
         } catch {
             emit(.storeFailed(reason: "read: \(error)"), key, URL(string: key.url))
-            return nil
+            return (nil, true)
         }
     }
 
@@ -307,6 +337,13 @@ public final class HTTPCache: Sendable {
     }
 
     private func write(_ entry: CacheEntry, reporting: Bool) throws -> Bool {
+        var entry = entry
+        var dropped: [CacheKey] = []
+        if entry.key.variant == nil {
+            dropped = listVariants(in: &entry)
+        } else if entry.varyValues[Vary.variantListName] != nil {
+            entry.varyValues[Vary.variantListName] = nil // only the entry under the URL lists variants
+        }
         let result: StoreWriteResult
         do {
             result = try store.write(entry)
@@ -318,10 +355,65 @@ public final class HTTPCache: Sendable {
         for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
         if result.stored {
             emit(.stored, entry.key, entry.url)
+            for variant in dropped {
+                remove(variant, url: entry.url)
+                emit(.evicted, variant, entry.url)
+            }
         } else {
             emit(.notStored(.tooLarge(bytes: entry.byteCount, limit: store.maxEntrySize)), entry.key, entry.url)
         }
         return result.stored
+    }
+
+    /// The variants one URL keeps under `Vary`: each combination of the values of the fields
+    /// a response names is an entry of its own (its key's `variant`), and the entry stored
+    /// under the URL itself (the latest response) lists them. Past this many, storing a new
+    /// combination removes the one stored longest ago. Processes writing variants of one URL
+    /// at the same moment may each miss the other's newest name; a variant left off the list
+    /// still answers its requests, and the store's own limits remove it in time.
+    public static let maxVariantsPerURL = Vary.maxVariantsPerURL
+
+    /// Before an entry is written under its URL: lists its variant after those already
+    /// listed, and returns the keys of the variants that fall off the list (stored longest
+    /// ago), to remove once the write succeeds.
+    private func listVariants(in entry: inout CacheEntry) -> [CacheKey] {
+        let names = Vary.names(entry.header("Vary")).filter { $0 != "*" }
+        guard !names.isEmpty else {
+            entry.varyValues[Vary.variantListName] = nil
+            return []
+        }
+        let name = Vary.variantName(names: names, values: entry.varyValues)
+        var list = read(entry.key).map(Vary.variantList(of:)) ?? []
+        list.removeAll { $0 == name }
+        list.append(name)
+        var dropped: [CacheKey] = []
+        while list.count > Vary.maxVariantsPerURL {
+            var key = entry.key
+            key.variant = list.removeFirst()
+            dropped.append(key)
+        }
+        entry.varyValues[Vary.variantListName] = list.joined(separator: ",")
+        return dropped
+    }
+
+    /// Invalidates what is stored for a URL (RFC 9111 section 4.4): the entry under its key
+    /// and every variant it lists, plus the variant `headers` select, then reports
+    /// `invalidated`.
+    func invalidate(_ key: CacheKey, headers: RequestHeaders, url: URL?) {
+        var keys: [CacheKey] = []
+        if let primary = read(key.primary) {
+            var names = Set(Vary.variantList(of: primary))
+            let vary = Vary.names(primary.header("Vary")).filter { $0 != "*" }
+            if !vary.isEmpty { names.insert(Vary.variantName(names: vary, headers: headers)) }
+            for name in names.sorted() {
+                var variant = key.primary
+                variant.variant = name
+                keys.append(variant)
+            }
+        }
+        keys.append(key.primary)
+        for key in keys { remove(key, url: url) }
+        emit(.invalidated, key.primary, url)
     }
 
     func remove(_ key: CacheKey, url: URL?) {
@@ -368,6 +460,37 @@ struct BoundedWindows {
             for old in order.prefix(excess) { windows[old] = nil }
             order.removeFirst(excess)
         }
+    }
+}
+
+/// Why a response was not stored, and when (by the cache's clock).
+struct NotStoredRecord: Sendable, Equatable {
+    var reason: NotStoredReason
+    var date: Date
+}
+
+/// The last not-stored reason per key, the most recent 1,000 kept.
+struct BoundedNotStored {
+    private var records: [CacheKey: NotStoredRecord] = [:]
+    private var order: [CacheKey] = []
+    private let limit = 1_000
+
+    func record(for key: CacheKey) -> NotStoredRecord? {
+        records.isEmpty ? nil : records[key]
+    }
+
+    mutating func set(_ record: NotStoredRecord, for key: CacheKey) {
+        if records.updateValue(record, forKey: key) == nil { order.append(key) }
+        if order.count > limit {
+            let excess = order.count - limit
+            for old in order.prefix(excess) { records[old] = nil }
+            order.removeFirst(excess)
+        }
+    }
+
+    mutating func clear(_ key: CacheKey) {
+        guard !records.isEmpty, records.removeValue(forKey: key) != nil else { return }
+        order.removeAll { $0 == key }
     }
 }
 

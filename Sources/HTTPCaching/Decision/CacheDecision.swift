@@ -30,6 +30,9 @@ enum ForwardReason: String, Sendable, Equatable {
     case uriMiss = "uri-miss"
     /// Something stored under the URL, but for other values of the fields its `Vary` names.
     case varyMiss = "vary-miss"
+    /// Nothing stored could answer, and the cache cannot tell which of the two above (the
+    /// store could not be read).
+    case miss
     /// The stored entry was stale and could not be served stale.
     case stale
     /// The request's own directives (`no-cache`, `max-age`, a reload) forbade the stored entry.
@@ -138,17 +141,18 @@ enum CacheDecision {
     ///   - request: the request as the caller sent it.
     ///   - headers: its header fields as they will reach the network.
     ///   - entry: the stored entry that matches the request (its `Vary` included), if any.
-    ///   - otherVariant: whether something is stored under the URL for other `Vary` values.
+    ///   - otherVariant: whether something is stored under the URL for other `Vary` values;
+    ///     nil when the store could not be read, so the cache cannot tell.
     ///   - credentialed: whether the request carries credentials that partition it.
     ///   - now: the current time.
     ///   - configuration: the cache's configuration.
-    static func decide(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool = false,
+    static func decide(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool? = false,
                        credentialed: Bool? = nil, now: Date, configuration: CacheConfiguration) -> CacheAction {
         evaluate(request: request, headers: headers, entry: entry, otherVariant: otherVariant, credentialed: credentialed,
                  now: now, configuration: configuration).action
     }
 
-    static func evaluate(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool = false,
+    static func evaluate(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool? = false,
                          credentialed: Bool? = nil, now: Date, configuration: CacheConfiguration) -> Evaluation {
         let headers = headers ?? RequestHeaders(request)
         let method = request.httpMethod?.uppercased() ?? "GET"
@@ -195,10 +199,20 @@ enum CacheDecision {
                 evaluation.notes.append("nothing stored may answer, and the request forbids the network")
                 return evaluation
             }
-            var plan = ForwardPlan(status: .miss, reason: otherVariant ? .varyMiss : .uriMiss, store: store)
+            let reason: ForwardReason = switch otherVariant {
+            case true?: .varyMiss
+            case false?: .uriMiss
+            case nil: .miss
+            }
+            var plan = ForwardPlan(status: .miss, reason: reason, store: store)
             if method == "HEAD" || range != nil { plan = headOrRangeForward(plan) }
             evaluation.action = .forward(plan)
-            evaluation.notes.append(otherVariant ? "stored for other values of the fields its Vary names" : "nothing stored under this key")
+            let note = switch reason {
+            case .varyMiss: "something is stored under this URL, but for other values of the fields its Vary names"
+            case .miss: "the store could not be read: nothing stored can answer"
+            default: "nothing stored under this key"
+            }
+            evaluation.notes.append(note)
             return evaluation
         }
         if reload {
@@ -279,7 +293,8 @@ enum CacheDecision {
                 return evaluation
             }
             guard let form = serveForm(method: method, range: range, entry: entry), status == .fresh || range == nil else {
-                evaluation.action = .forward(headOrRangeForward(ForwardPlan(status: .expired, reason: .request)))
+                // RFC 9211: a fresh entry the range cannot use is `request`; a stale one, `stale`.
+                evaluation.action = .forward(headOrRangeForward(ForwardPlan(status: .expired, reason: status == .fresh ? .request : .stale)))
                 evaluation.notes.append("a range is answered from the store only from a fresh, complete entry")
                 return evaluation
             }
@@ -295,7 +310,8 @@ enum CacheDecision {
             let reason: ForwardReason = forcedByRequest && (withoutRequestDirectives == .fresh || withoutRequestDirectives == .stale)
                 ? .request : .stale
             let validate = verdict == .revalidate && Validation.hasValidator(entry)
-            let fallback = configuration.errorFallbackWindow != nil && !mustRevalidate && age < errorLimit
+            // A stored error is never a fallback: it would answer an error with an older one.
+            let fallback = configuration.errorFallbackWindow != nil && !mustRevalidate && age < errorLimit && entry.statusCode < 500
             let pastUse = reason == .stale && !validate && !fallback && age >= windows.usable
             var plan = ForwardPlan(status: .expired, reason: reason, validate: validate, store: store, fallback: fallback,
                                    discardEntry: pastUse, replacesEntry: true)
@@ -353,6 +369,21 @@ enum CacheDecision {
     /// HTTP policy, else the seconds since it was stored.
     static func servedAge(of entry: CacheEntry, policy: CachingPolicy, now: Date) -> TimeInterval {
         policy == .httpSemantics ? Freshness.currentAge(of: entry, at: now) : entry.age(at: now)
+    }
+
+    /// The freshness a response has left as it is stored or revalidated (RFC 9211's `ttl`):
+    /// under the HTTP policy its lifetime minus its age; under the others the fresh window
+    /// (the request's own, else the entry's, else the configuration's).
+    static func freshnessLeft(statusCode: Int, header: (String) -> String?, receivedAt: Date, windows entryWindows: CacheWindows?,
+                              request: URLRequest, configuration: CacheConfiguration) -> TimeInterval {
+        if policy(for: request, configuration: configuration) == .httpSemantics {
+            let lifetime = Freshness.lifetimeAndSource(statusCode: statusCode, header: header, storedAt: receivedAt).lifetime
+            return lifetime - Freshness.initialAge(header: header, receivedAt: receivedAt)
+        }
+        if let value = request.value(forHTTPHeaderField: HTTPCachingHeaders.windows), let windows = CacheWindows(headerValue: value) {
+            return windows.fresh
+        }
+        return (entryWindows ?? configuration.windows).fresh
     }
 
     /// The policy a request's own `URLRequest.cachePolicy` asks for, so existing code that

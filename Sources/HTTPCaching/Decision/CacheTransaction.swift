@@ -127,8 +127,9 @@ struct CacheTransaction {
     /// The lookup is done: decide, and answer from the entry or go to the network.
     /// - Parameters:
     ///   - entry: the stored entry that matches the request, its `Vary` included.
-    ///   - otherVariant: whether something is stored under the URL for other `Vary` values.
-    mutating func start(entry: CacheEntry?, otherVariant: Bool = false, now: Date) -> [Action] {
+    ///   - otherVariant: whether something is stored under the URL for other `Vary` values;
+    ///     nil when the store could not be read.
+    mutating func start(entry: CacheEntry?, otherVariant: Bool? = false, now: Date) -> [Action] {
         guard case .idle = state else { return [] }
         if case .refresh(let previous) = context.role {
             let validators = Validation.conditionalHeaders(for: previous)
@@ -196,6 +197,7 @@ struct CacheTransaction {
             if isRefresh { return storing(merged) + [.finish, .emit(.refreshed(bodyChanged: false))] }
             let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
             let disposition = Disposition(status: .revalidated, forward: plan.reason, forwardStatus: 304, stored: true,
+                                          ttl: ttl(merged.statusCode, merged.header, windows: merged.windows, now: now),
                                           age: CacheDecision.servedAge(of: merged, policy: policy, now: now))
             return storing(merged) + [.emit(.served(.revalidated)), .serve(merged, .whole, disposition)]
         }
@@ -225,8 +227,16 @@ struct CacheTransaction {
         state = .receiving(Receiving(head: head, plan: plan, storing: storing, previous: pending.entry))
         if isRefresh { return actions }
         let status: CacheStatus = storing ? plan.status : .bypass
-        let disposition = Disposition(status: status, forward: plan.reason, forwardStatus: head.statusCode, stored: storing)
+        let disposition = Disposition(status: status, forward: plan.reason, forwardStatus: head.statusCode, stored: storing,
+                                      ttl: storing ? ttl(head.statusCode, head.header, windows: context.entryWindows, now: now) : nil,
+                                      detail: reason?.token)
         return actions + [.emit(.served(status)), .respond(head, disposition)]
+    }
+
+    /// The freshness a response has left as it is stored (RFC 9211's `ttl`).
+    private func ttl(_ status: Int, _ header: (String) -> String?, windows: CacheWindows?, now: Date) -> TimeInterval {
+        CacheDecision.freshnessLeft(statusCode: status, header: header, receivedAt: now, windows: windows,
+                                    request: context.request, configuration: context.configuration)
     }
 
     /// Body bytes arrived.

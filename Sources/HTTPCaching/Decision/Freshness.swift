@@ -56,10 +56,16 @@ enum Freshness {
     /// The current age: the age the response already had when stored (the larger of its
     /// `Age` header and the time since its `Date`), plus the time since it was stored.
     static func currentAge(of entry: CacheEntry, at now: Date) -> TimeInterval {
-        let ageHeader = HTTPFieldParsing.age(entry.header("Age")) ?? 0
-        let apparent = entry.header("Date").flatMap { HTTPDate.parse($0, now: entry.storedAt) }
-            .map { clamp(entry.storedAt.timeIntervalSince($0)) } ?? 0
-        return clamp(max(ageHeader, apparent) + entry.age(at: now))
+        clamp(initialAge(header: entry.header, receivedAt: entry.storedAt) + entry.age(at: now))
+    }
+
+    /// The age a response already had when it arrived: the larger of its `Age` field (an
+    /// invalid one ignored) and the time between its `Date` and its arrival.
+    static func initialAge(header: (String) -> String?, receivedAt: Date) -> TimeInterval {
+        let ageHeader = HTTPFieldParsing.age(header("Age")) ?? 0
+        let apparent = header("Date").flatMap { HTTPDate.parse($0, now: receivedAt) }
+            .map { clamp(receivedAt.timeIntervalSince($0)) } ?? 0
+        return max(ageHeader, apparent)
     }
 
     /// A duration made finite and within 0...2^31 seconds, as RFC 9111 section 1.2.2 asks of

@@ -185,11 +185,30 @@ enum Vary {
 
     /// A short name for one combination of values: a hash, so no value is stored in a key.
     static func variantName(names: [String], headers: RequestHeaders) -> String {
-        let values = Self.values(names: names, headers: headers)
+        variantName(names: names, values: values(names: names, headers: headers))
+    }
+
+    /// The variant name of normalized values, as `values(names:headers:)` makes them and an
+    /// entry keeps them in `varyValues`: a stored entry names its own variant.
+    static func variantName(names: [String], values: [String: String]) -> String {
         var text = ""
         for name in names.sorted() where name != "*" {
             text += name + "\u{0}" + (values[name] ?? "\u{1}") + "\u{0}"
         }
         return hexString(SHA256.hash(Array(text.utf8)).prefix(8))
+    }
+
+    /// The most variants one URL keeps: past it, the least recently stored is removed.
+    static let maxVariantsPerURL = 8
+
+    /// Where the entry stored under a URL keeps the names of the URL's variants, oldest
+    /// first, comma-separated: a name no field can have (`@` is not a token character), so it
+    /// never meets a value `Vary` names, and it travels with the entry through every store.
+    static let variantListName = "@variants"
+
+    /// The variant names an entry stored under its URL lists, oldest first.
+    static func variantList(of entry: CacheEntry) -> [String] {
+        guard let list = entry.varyValues[variantListName] else { return [] }
+        return list.split(separator: ",").map(String.init).filter { !$0.isEmpty }
     }
 }

@@ -46,6 +46,25 @@ public enum NotStoredReason: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension NotStoredReason {
+    /// A short token for the reason, for the `detail` of a `Cache-Status` member.
+    var token: String {
+        switch self {
+        case .method: "not-stored-method"
+        case .status: "not-stored-status"
+        case .responseNoStore: "not-stored-no-store"
+        case .requestNoStore: "not-stored-request-no-store"
+        case .statusNotUnderstood: "not-stored-must-understand"
+        case .varyStar: "not-stored-vary-star"
+        case .setsCookie: "not-stored-set-cookie"
+        case .credentials: "not-stored-credentials"
+        case .tooLarge: "not-stored-too-large"
+        case .declinedByCacher: "not-stored-declined"
+        case .passThrough: "pass-through"
+        }
+    }
+}
+
 /// Whether a response may be stored (RFC 9111 section 3 as a private cache, or the two-tier
 /// status list), and why not.
 enum Storability {

@@ -138,7 +138,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         }
     }
 
-    private func startTransaction(key: CacheKey, entry: CacheEntry?, otherVariant: Bool, storeUnavailable: Bool = false) {
+    private func startTransaction(key: CacheKey, entry: CacheEntry?, otherVariant: Bool?, storeUnavailable: Bool = false) {
         let now = cache.now()
         let actions = state.withLock { state -> [CacheTransaction.Action] in
             guard !state.stopped else { return [] }
@@ -335,8 +335,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
                 request.url = url
                 request.httpMethod = "GET"
                 guard let key = try? binding.key(for: request) else { continue }
-                cache.remove(key, url: url)
-                cache.emit(.invalidated, key, url)
+                cache.invalidate(key, headers: binding.keys.headers(request), url: url)
             }
         case .refresh(let entry):
             Exchange.refresh(entry, hop: hop, binding: binding)

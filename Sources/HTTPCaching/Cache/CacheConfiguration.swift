@@ -35,7 +35,9 @@ public struct CacheConfiguration: Sendable {
     /// Whether responses that set a cookie (`Set-Cookie`) are stored, with the field, and
     /// served back on hits (never replayed into cookie storage). Turn it on only for a cache
     /// private to one user: a cache shared by several users of a process must never hand one
-    /// user's cookie to another. The default is false.
+    /// user's cookie to another. Turning it on also stops `Cookie` from partitioning entries
+    /// (one user: the cookie the origin just set would otherwise make the next request a
+    /// miss). The default is false.
     public var storesResponsesSettingCookies: Bool
     /// Decides, per response about to be stored, to store it, not, or store a changed entry
     /// (for example with windows of its own). The default is `.cache`.

@@ -174,7 +174,7 @@ enum CacheDecision {
             return Evaluation(action: .forward(.bypass(.bypass, passThrough: true)), policy: policy,
                               notes: ["the caller's own conditional request (\(name)) passes through"])
         }
-        let isCredentialed = credentialed ?? !configuration.partitioning.inputs(headers).isEmpty
+        let isCredentialed = credentialed ?? !configuration.effectivePartitioning.inputs(headers).isEmpty
         if !configuration.storesCredentialedResponses && isCredentialed {
             return Evaluation(action: .forward(.bypass(.bypass)), policy: policy,
                               notes: ["credentialed requests are not cached (storesCredentialedResponses is false)"])

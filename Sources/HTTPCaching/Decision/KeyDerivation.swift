@@ -97,6 +97,19 @@ public struct CredentialPartitioning: Sendable, Hashable {
     }
 }
 
+extension CacheConfiguration {
+    /// The partitioning in force: `partitioning`, but without `Cookie` when the cache stores
+    /// responses that set cookies, which declares it private to one user (a cookie the origin
+    /// just set would otherwise give the next request a key of its own, and never a hit).
+    var effectivePartitioning: CredentialPartitioning {
+        guard storesResponsesSettingCookies else { return partitioning }
+        var partitioning = partitioning
+        partitioning.headers = partitioning.headers.filter { !$0.equalsIgnoringASCIICase("Cookie") }
+        partitioning.harmlessSessionHeaders.insert("Cookie")
+        return partitioning
+    }
+}
+
 /// The one way a request becomes a key, used by the protocol and by every management call:
 /// normalization, the configuration's rewrite hook, the credential partition and the namespace.
 struct KeyDerivation: Sendable {
@@ -110,7 +123,7 @@ struct KeyDerivation: Sendable {
 
     /// Whether anything in the request partitions it by credentials.
     func isCredentialed(_ headers: RequestHeaders) -> Bool {
-        !configuration.partitioning.inputs(headers).isEmpty
+        !configuration.effectivePartitioning.inputs(headers).isEmpty
     }
 
     /// The key of the entry stored under the request's URL (no variant).
@@ -126,7 +139,7 @@ struct KeyDerivation: Sendable {
         if let rewriter = configuration.keyRewriter { key = rewriter(key, request) }
         key.variant = nil
         key.namespace = configuration.namespace
-        let inputs = configuration.partitioning.inputs(headers)
+        let inputs = configuration.effectivePartitioning.inputs(headers)
         if inputs.isEmpty {
             key.partition = nil
         } else {

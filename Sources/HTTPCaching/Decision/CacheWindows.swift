@@ -65,6 +65,7 @@ public enum CacheConfigurationError: Error, Equatable, CustomStringConvertible {
     /// A size limit is negative.
     case invalidLimit(String)
 
+    /// What is wrong, in a sentence.
     public var description: String {
         switch self {
         case .invalidWindows(let fresh, let usable):

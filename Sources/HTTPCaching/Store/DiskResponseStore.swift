@@ -275,6 +275,7 @@ public final class DiskResponseStore: ResponseStore {
 
     /// Removes every entry in the directory (including those of other processes), reporting
     /// progress as files are deleted.
+    /// - Throws: nothing today; a file that cannot be removed is left for the next open.
     public func removeAll(progress: (RemovalProgress) -> Void) throws {
         guard !isClosed else { return progress(RemovalProgress(removed: 0, total: 0)) }
         let names = files.names().filter { if case .entry = FileKind($0) { true } else { false } }
@@ -288,6 +289,7 @@ public final class DiskResponseStore: ResponseStore {
 
     /// Removes every entry whose metadata satisfies `predicate`, reporting progress as files
     /// are deleted.
+    /// - Throws: nothing today; a file that cannot be removed is left for the next open.
     public func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
         settle()
         let snapshot = state.withLock { Array($0.index.entries) }

@@ -119,6 +119,7 @@ extension ResponseStore {
     public var maxEntrySize: Int { Int.max }
 
     /// A random secret made once per process.
+    /// - Throws: never; stores that keep their secret somewhere throw when they cannot read it.
     public func partitionSecret() throws -> [UInt8] { processSecret }
 
     /// Always true.

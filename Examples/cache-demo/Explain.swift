@@ -9,14 +9,7 @@ import HTTPCaching
 enum ExplainCommand {
     /// Runs the command. - Returns: the exit status.
     static func run(_ options: ExplainOptions) async -> Int32 {
-        let store: any ResponseStore
-        do {
-            store = try options.store.makeStore()
-        } catch {
-            Output.error("cannot open the store: \(error)")
-            return 1
-        }
-        let cache = HTTPCache(configuration: CacheConfiguration(windows: options.windows, policy: options.policy), store: store)
+        guard let cache = Runner.makeCache(store: options.store, windows: options.windows, policy: options.policy) else { return 1 }
         let configuration = URLSessionConfiguration.ephemeral
         let installation = configuration.enableHTTPCaching(cache)
         var request = URLRequest(url: options.url)

@@ -8,14 +8,7 @@ import HTTPCaching
 enum FetchCommand {
     /// Runs the command. - Returns: the exit status.
     static func run(_ options: FetchOptions) async -> Int32 {
-        let store: any ResponseStore
-        do {
-            store = try options.store.makeStore()
-        } catch {
-            Output.error("cannot open the store: \(error)")
-            return 1
-        }
-        let cache = HTTPCache(configuration: CacheConfiguration(windows: options.windows, policy: options.policy), store: store)
+        guard let cache = Runner.makeCache(store: options.store, windows: options.windows, policy: options.policy) else { return 1 }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
         let refreshes = RefreshTracker(cache)

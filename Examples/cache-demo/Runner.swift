@@ -21,6 +21,16 @@ struct Row {
 
 /// Makes numbered requests on a caching session and times them.
 struct Runner {
+    /// A cache on the store the command line chose; nil (with a message) if it cannot be opened.
+    static func makeCache(store choice: StoreChoice, windows: CacheWindows, policy: CachingPolicy) -> HTTPCache? {
+        do {
+            return HTTPCache(configuration: CacheConfiguration(windows: windows, policy: policy), store: try choice.makeStore())
+        } catch {
+            Output.error("cannot open the store: \(error)")
+            return nil
+        }
+    }
+
     let session: URLSession
     let started = Date()
 

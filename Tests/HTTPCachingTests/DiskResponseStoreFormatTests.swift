@@ -131,7 +131,7 @@ struct DiskStoreFuzzTests {
     typealias E = StoreConformance
 
     /// A random entry (body, headers, keys of every shape).
-    static func randomEntry(_ random: inout SplitMix64) -> CacheEntry {
+    static func randomEntry(_ random: inout SeededGenerator) -> CacheEntry {
         let keys = EntryFileFormatTests.keys()
         var entry = E.entry("/fuzz/\(random.next() % 1000)", body: "",
                             windows: random.next() % 2 == 0 ? nil : .test(fresh: 1, usable: 2),
@@ -142,7 +142,7 @@ struct DiskStoreFuzzTests {
         return entry
     }
 
-    static func mutate(_ bytes: [UInt8], _ other: [UInt8], _ random: inout SplitMix64) -> [UInt8] {
+    static func mutate(_ bytes: [UInt8], _ other: [UInt8], _ random: inout SeededGenerator) -> [UInt8] {
         var bytes = bytes
         switch random.next() % 5 {
         case 0: // flip one to three bits
@@ -166,7 +166,7 @@ struct DiskStoreFuzzTests {
 
     @Test("the entry decoder on random and mutated bytes: no crash, and anything it accepts is a valid encoding")
     func decoder() {
-        var random = SplitMix64(seed: 0x5EED_0001)
+        var random = SeededGenerator(seed: 0x5EED_0001)
         let entries = (0..<40).map { _ in Self.randomEntry(&random) }
         let encodings = entries.map { Array(EntryFileFormat.encode($0)) }
         var accepted = 0
@@ -189,7 +189,7 @@ struct DiskStoreFuzzTests {
 
     @Test("the metadata parser behind valid checksums: random metadata never crashes it")
     func metadataBehindValidChecksums() {
-        var random = SplitMix64(seed: 0x5EED_0002)
+        var random = SeededGenerator(seed: 0x5EED_0002)
         let encoded = Array(EntryFileFormat.encode(E.entry("/m", body: "body")))
         let metadataLength = encoded.count - 4 - EntryFileFormat.trailerSize
         for _ in 0..<3000 {
@@ -208,7 +208,7 @@ struct DiskStoreFuzzTests {
         records.flatMap(Journal.line)
     }
 
-    static func randomRecords(_ random: inout SplitMix64, count: Int) -> [JournalRecord] {
+    static func randomRecords(_ random: inout SeededGenerator, count: Int) -> [JournalRecord] {
         let entries = (0..<20).map { _ in Self.randomEntry(&random) }
         return (0..<count).map { _ in
             let entry = entries[Int(random.next() % UInt64(entries.count))]
@@ -235,7 +235,7 @@ struct DiskStoreFuzzTests {
 
     @Test("the index replay on random bytes: no crash, nothing absurd trusted")
     func replayRandom() {
-        var random = SplitMix64(seed: 0x5EED_0003)
+        var random = SeededGenerator(seed: 0x5EED_0003)
         for _ in 0..<500 {
             let bytes = (0..<Int(random.next() % 2000)).map { _ -> UInt8 in
                 let byte = UInt8(truncatingIfNeeded: random.next())
@@ -249,7 +249,7 @@ struct DiskStoreFuzzTests {
 
     @Test("the index replay on mutated journals: a damaged line is skipped, as if absent; a torn end waits")
     func replayMutated() {
-        var random = SplitMix64(seed: 0x5EED_0004)
+        var random = SeededGenerator(seed: 0x5EED_0004)
         for _ in 0..<200 {
             let records = Self.randomRecords(&random, count: 1 + Int(random.next() % 40))
             let lines = records.map(Journal.line)
@@ -281,7 +281,7 @@ struct DiskStoreFuzzTests {
 
     @Test("the storage-key parser agrees with CacheKey(storageString:) on random and mutated strings")
     func storageKeyParser() {
-        var random = SplitMix64(seed: 0x5EED_0005)
+        var random = SeededGenerator(seed: 0x5EED_0005)
         let valid = EntryFileFormatTests.keys().map { Array($0.storageString.utf8) }
         for round in 0..<3000 {
             let bytes = round % 3 == 0

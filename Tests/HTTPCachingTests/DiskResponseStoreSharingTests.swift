@@ -96,7 +96,7 @@ struct DiskResponseStoreSharingTests {
     @Test("four processes × 2,000 mixed operations with SIGKILLs: every entry read is whole and correct, limits hold")
     func manyProcesses() throws {
         let directory = TemporaryDirectory()
-        var random = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
+        var random = SeededGenerator(seed: UInt64.random(in: 0...UInt64.max))
         let seed = random.next()
         // Three of the four are killed once, at a random point, and started again for the rest.
         let plans = (0..<4).map { worker in (seed: seed &+ UInt64(worker) * 7919, killAt: worker < 3 ? Int(random.next() % 15 + 3) * 100 : nil) }

@@ -61,7 +61,7 @@ struct RedisRESPTests {
 
     @Test("pipelined replies arriving in random pieces come out whole and in order")
     func pipelined() throws {
-        var generator = SplitMix64(seed: 7)
+        var generator = SeededGenerator(seed: 7)
         let values = (0..<300).map { _ in RESPValue.random(using: &generator, depth: 0) }
         let wire = values.flatMap(\.wire)
         for _ in 0..<20 {
@@ -150,7 +150,7 @@ struct RedisRESPTests {
 
     @Test("seeded fuzzing: random and mutated bytes in random pieces never crash or hang, and fail with a message")
     func fuzz() throws {
-        var generator = SplitMix64(seed: 0x5EED_2024)
+        var generator = SeededGenerator(seed: 0x5EED_2024)
         var limits = RESPParser.Limits()
         limits.maxBulkLength = 4096
         limits.maxArrayCount = 64
@@ -210,19 +210,6 @@ struct RedisRESPTests {
         var out: [UInt8] = []
         RedisCommand("SET", "k", [UInt8]([0, 13, 10]), "PX", 1500).encode(into: &out)
         #expect(out == Array("*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\n".utf8) + [0, 13, 10] + Array("\r\n$2\r\nPX\r\n$4\r\n1500\r\n".utf8))
-    }
-}
-
-/// A small seedable generator (SplitMix64), so a failing fuzz round can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

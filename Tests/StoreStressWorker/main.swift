@@ -56,11 +56,11 @@ struct Stress {
     static let keys = 48
 
     let store: DiskResponseStore
-    var random: SplitMix64
+    var random: SeededGenerator
 
     init(directory: URL, seed: UInt64) throws {
         store = try DiskResponseStore(directory: directory, byteLimit: Self.byteLimit, countLimit: Self.countLimit)
-        random = SplitMix64(seed: seed)
+        random = SeededGenerator(seed: seed)
     }
 
     mutating func run(operations: Int) throws {
@@ -113,7 +113,7 @@ enum StressBody {
     static func body(_ path: String, version: UInt64) -> Data {
         var state = version ^ 0x9E37_79B9_7F4A_7C15
         for byte in path.utf8 { state = (state ^ UInt64(byte)) &* 0x100_0000_01B3 }
-        var generator = SplitMix64(seed: state)
+        var generator = SeededGenerator(seed: state)
         let count = 100 + Int(generator.next() % 20_000)
         var bytes = [UInt8](repeating: 0, count: count)
         var word: UInt64 = 0
@@ -132,8 +132,8 @@ enum StressBody {
     }
 }
 
-/// A small seeded generator (SplitMix64), so a run can be repeated.
-struct SplitMix64: RandomNumberGenerator {
+/// A small seeded generator (SeededGenerator), so a run can be repeated.
+struct SeededGenerator: RandomNumberGenerator {
     var state: UInt64
 
     init(seed: UInt64) { state = seed }

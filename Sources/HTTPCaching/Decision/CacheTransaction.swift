@@ -357,7 +357,7 @@ struct CacheTransaction {
     private func makeEntry(_ head: ResponseHead, body: Data, now: Date) -> CacheEntry {
         let names = Vary.names(head.header("Vary"))
         return CacheEntry(key: context.key.primary,
-                          url: head.url,
+                          url: CacheKey.removingUserinfo(head.url), // the response's URL carries the request's userinfo
                           statusCode: head.statusCode,
                           headers: Storability.storedHeaders(of: head, keepingCookies: context.configuration.storesResponsesSettingCookies),
                           body: body,

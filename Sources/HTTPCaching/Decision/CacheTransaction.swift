@@ -164,7 +164,7 @@ struct CacheTransaction {
     /// what it stored (nil if it stored nothing). Serve it if it matches the request, else go
     /// to the network after all.
     mutating func collapsed(into entry: CacheEntry?) -> [Action] {
-        guard case .awaitingHead(let pending) = state else { return [] }
+        guard case .awaitingHead(let pending) = state, !isRefresh else { return [] } // a refresh never waits on others
         guard let entry, Vary.matches(entry, context.headers) else { return [.forward(conditional: pending.conditional)] }
         state = .done
         let disposition = Disposition(status: pending.plan.status, forward: pending.plan.reason, forwardStatus: entry.statusCode,

@@ -263,15 +263,15 @@ struct DecisionFuzzTests {
                 request: request, headers: RequestHeaders(request), key: CacheKey(url: DecisionFuzzer.url), configuration: configuration,
                 role: role, maxEntrySize: fuzzer.pick([0, 1, 10, 1000, .max]), credentialed: fuzzer.bool(), entryWindows: fuzzer.windows()))
             let inputs = Self.inputs(&fuzzer)
-            var history: [(input: String, actions: [CacheTransaction.Action])] = [] // formatted only for a problem
+            var history: [(input: String, actions: [CacheTransaction.Action])] = [] // actions formatted only for a problem
             func problem(_ text: String) {
                 let trace = history.map { "\($0.input) -> \($0.actions.map(Self.name))" }
                 problems.append("seed \(seed) case \(cases): \(text); trace \(trace)")
             }
 
             var ended = false, completions = 0, responded = false, served = false, failed = false, finished = false
-            func check(_ actions: [CacheTransaction.Action], from input: @autoclosure () -> String, removalAllowed: Bool) {
-                history.append((input(), actions))
+            func check(_ actions: [CacheTransaction.Action], from input: String, removalAllowed: Bool) {
+                history.append((input, actions))
                 for action in actions {
                     switch action {
                     case .deliver:
@@ -297,7 +297,7 @@ struct DecisionFuzzTests {
                         if ended { problem("store after finish") }
                     case .remove:
                         if ended { problem("remove after the end") }
-                        if !removalAllowed { problem("remove on \(input())") }
+                        if !removalAllowed { problem("remove on \(input)") }
                         if refresh { problem("a refresh removes") }
                     case .forward:
                         if ended { problem("forward after the end") }

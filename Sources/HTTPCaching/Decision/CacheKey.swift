@@ -130,6 +130,17 @@ public struct CacheKey: Hashable, Sendable, Comparable, CustomStringConvertible 
         return components.string ?? url.absoluteString
     }
 
+    /// The URL without its userinfo (`user:password@`), as an entry stores it: the userinfo
+    /// joins the credential partition, never the store. The URL itself when it has none.
+    static func removingUserinfo(_ url: URL) -> URL {
+        guard url.absoluteString.utf8.contains(UInt8(ascii: "@")),
+              var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+              components.percentEncodedUser != nil || components.percentEncodedPassword != nil else { return url }
+        components.percentEncodedUser = nil
+        components.percentEncodedPassword = nil
+        return components.url ?? URL(string: normalize(url)) ?? URL(fileURLWithPath: "/")
+    }
+
     /// The userinfo of a URL (`user:password`), which the key leaves out; nil without any.
     static func userinfo(of url: URL) -> String? {
         guard url.absoluteString.utf8.contains(UInt8(ascii: "@")),

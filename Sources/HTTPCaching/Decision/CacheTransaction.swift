@@ -165,7 +165,7 @@ struct CacheTransaction {
     /// what it stored (nil if it stored nothing). Serve it if it matches the request, else go
     /// to the network after all.
     mutating func collapsed(into entry: CacheEntry?) -> [Action] {
-        guard case .awaitingHead(let pending) = state else { return [] }
+        guard case .awaitingHead(let pending) = state, !isRefresh else { return [] } // a refresh never waits on others
         guard let entry, Vary.matches(entry, context.headers) else { return [.forward(conditional: pending.conditional)] }
         state = .done
         let disposition = Disposition(status: pending.plan.status, forward: pending.plan.reason, forwardStatus: entry.statusCode,
@@ -367,7 +367,7 @@ struct CacheTransaction {
     private func makeEntry(_ head: ResponseHead, body: Data, now: Date) -> CacheEntry {
         let names = Vary.names(head.header("Vary"))
         return CacheEntry(key: context.key.primary,
-                          url: head.url,
+                          url: CacheKey.removingUserinfo(head.url), // the response's URL carries the request's userinfo
                           statusCode: head.statusCode,
                           headers: Storability.storedHeaders(of: head, keepingCookies: context.configuration.storesResponsesSettingCookies),
                           body: body,

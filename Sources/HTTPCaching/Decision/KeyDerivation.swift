@@ -170,14 +170,22 @@ enum Vary {
         HTTPFieldParsing.varyNames(value)
     }
 
+    /// The standard credential fields (`CredentialPartitioning.standardHeaders`), lower-cased:
+    /// an entry that varies on one keeps a digest of its value, never the value.
+    static let credentialFields = Set(CredentialPartitioning.standardHeaders.map { $0.lowercased() })
+
     /// A request field's value as compared for `Vary`: list members trimmed; for the content
-    /// negotiation fields (`Accept-*`), lower-cased and sorted, so `en, fr` matches `FR,en`.
+    /// negotiation fields (`Accept-*`), lower-cased and sorted, so `en, fr` matches `FR,en`;
+    /// for a credential field (`Cookie`, `Authorization`, ...), the SHA-256 digest of that, so
+    /// no store ever holds the credential in clear.
     static func normalize(_ value: String, name: String) -> String {
         let members = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if name.hasPrefix("accept") {
             return members.map { $0.lowercased().replacingOccurrences(of: " ", with: "") }.sorted().joined(separator: ",")
         }
-        return members.joined(separator: ",")
+        let joined = members.joined(separator: ",")
+        guard credentialFields.contains(name) else { return joined }
+        return "sha256:" + SHA256.hex(Array((name + "\u{0}" + joined).utf8))
     }
 
     /// The request's values of the fields a response varies on, to store with the entry.

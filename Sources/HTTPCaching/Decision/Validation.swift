@@ -17,7 +17,10 @@ enum Validation {
 
     /// Whether a 304 selects the stored entry (RFC 9111 section 4.3.4): a strong ETag must
     /// equal the entry's strongly, a weak one weakly; without an ETag, a Last-Modified must
-    /// equal the entry's; a 304 with neither selects the one entry there is.
+    /// equal the entry's; a 304 with neither selects the one entry there is. (It answers a
+    /// request made conditional with that entry's own validators, and RFC 9110 section 15.4.5
+    /// does not require a 304 to repeat `Last-Modified`. A 304 whose validator names another
+    /// response selects nothing and updates nothing.)
     static func selects(_ notModified: ResponseHead, _ entry: CacheEntry) -> Bool {
         if let etag = notModified.header("ETag")?.trimmingCharacters(in: .whitespaces) {
             guard let stored = entry.header("ETag")?.trimmingCharacters(in: .whitespaces) else { return false }
@@ -39,11 +42,20 @@ enum Validation {
     /// the stored body, which the 304 does not replace.
     static let keptOnUpdate: Set<String> = ["content-length", "content-encoding", "transfer-encoding", "content-range"]
 
+    /// Fields that date the stored response as it first arrived: after a 304 they are the
+    /// 304's, or gone. (A stored `Age` the 304 does not repeat would make the entry as old
+    /// again as it was when first stored; a stored `Date`, older than the 304.)
+    static let datingFields = ["Age", "Date"]
+
     /// The stored entry updated by a selecting 304 (RFC 9111 section 4.3.4): the 304's fields
     /// replace the stored ones, but framing fields and fields that are never stored
-    /// (`Set-Cookie` unless kept, hop-by-hop); the body is kept; the age starts again.
+    /// (`Set-Cookie` unless kept, hop-by-hop); `Age` and `Date` are the 304's or none; the
+    /// body is kept; the age starts again.
     static func merge(_ entry: CacheEntry, notModified: ResponseHead, keepingCookies: Bool, now: Date) -> CacheEntry {
         var updated = entry
+        for name in datingFields where notModified.header(name) == nil {
+            updated.headers = updated.headers.filter { !$0.key.equalsIgnoringASCIICase(name) }
+        }
         for (name, value) in Storability.storedHeaders(of: notModified, keepingCookies: keepingCookies)
         where !keptOnUpdate.contains(name.lowercased()) {
             if let existing = updated.headers.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {

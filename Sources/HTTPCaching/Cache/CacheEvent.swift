@@ -92,7 +92,8 @@ final class EventHub: Sendable {
 
     func emit(_ event: @autoclosure () -> CacheEvent) {
         guard hasObservers else { return }
-        let handlers = observers.withLock { Array($0.handlers.values) }
+        // In the order the observers were added.
+        let handlers = observers.withLock { $0.handlers.sorted { $0.key < $1.key }.map(\.value) }
         let event = event()
         for handler in handlers { handler(event) }
     }

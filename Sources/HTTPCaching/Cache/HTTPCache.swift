@@ -182,7 +182,8 @@ public final class HTTPCache: Sendable {
         let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
         let head = ResponseHead(response)
         let names = Vary.names(head.header("Vary"))
-        var entry = CacheEntry(key: key, url: response.url ?? request.url ?? URL(fileURLWithPath: "/"), statusCode: response.statusCode,
+        var entry = CacheEntry(key: key, url: CacheKey.removingUserinfo(response.url ?? request.url ?? URL(fileURLWithPath: "/")),
+                               statusCode: response.statusCode,
                                headers: Storability.storedHeaders(of: head, keepingCookies: configuration.storesResponsesSettingCookies),
                                body: data, storedAt: now(), windows: windows ?? windowsSetAhead(for: key),
                                varyValues: Vary.values(names: names, headers: headers))
@@ -234,7 +235,8 @@ public final class HTTPCache: Sendable {
         default:
             break
         }
-        hub.emit(CacheEvent(kind: kind, key: key, url: url, date: date))
+        // An event never carries a password: userinfo is dropped from its URL.
+        hub.emit(CacheEvent(kind: kind, key: key, url: url.map(CacheKey.removingUserinfo), date: date))
     }
 
     /// Why the last response for a key was not stored, if this process saw one since the

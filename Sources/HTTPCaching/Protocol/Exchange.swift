@@ -306,8 +306,11 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
                 return state.forwardTask
             }
             if let task { binding.control.async { task.value.cancel() } }
-            endFlight()
-            endRefreshClaim()
+            // A retry cancels one request and sends another: the flight and the claim go on.
+            if state.withLock({ $0.transaction.isDone }) {
+                endFlight()
+                endRefreshClaim()
+            }
         case .respond(let head, let disposition):
             respond(head, disposition: disposition, hop: hop)
         case .deliver(let data):
@@ -362,8 +365,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     // MARK: - Forwarding
 
     private func forward(conditional: [String: String], hop: Hop) {
-        let plan = state.withLock { $0.transaction.pendingPlan }
-        if delivery != nil, let plan, plan.store, !plan.passThrough {
+        let (plan, leading) = state.withLock { ($0.transaction.pendingPlan, $0.flight == hop.key) }
+        // A retry of a request already leading its key's flight goes out again as the leader.
+        if delivery != nil, !leading, let plan, plan.store, !plan.passThrough {
             switch cache.flights.join(hop.key, self) {
             case .follower:
                 state.withLock { $0.waitingOn = hop.key }

@@ -126,7 +126,10 @@ struct RedisEntryMetadata: Equatable {
         guard try reader.byte() == Self.version else {
             throw DecodeError(description: "metadata of another version (\(bytes[4]))", isOtherVersion: true)
         }
-        storedAt = Date(timeIntervalSince1970: Double(bitPattern: try reader.integer(UInt64.self)))
+        let storedSeconds = Double(bitPattern: try reader.integer(UInt64.self))
+        // A time that is not finite or absurdly far away is damage (and printing such a date traps).
+        guard storedSeconds.isFinite, abs(storedSeconds) < 1e11 else { throw DecodeError(description: "an impossible stored-at time") }
+        storedAt = Date(timeIntervalSince1970: storedSeconds)
         statusCode = Int(Int32(bitPattern: try reader.integer(UInt32.self)))
         let count = try reader.integer(UInt64.self)
         guard count <= UInt64(Int.max) else { throw DecodeError(description: "impossible byte count") }
@@ -134,7 +137,10 @@ struct RedisEntryMetadata: Equatable {
         generation = try reader.integer(UInt64.self)
         switch try reader.byte() {
         case 0: usefulUntil = nil
-        case 1: usefulUntil = Date(timeIntervalSince1970: Double(bitPattern: try reader.integer(UInt64.self)))
+        case 1:
+            let seconds = Double(bitPattern: try reader.integer(UInt64.self))
+            guard seconds.isFinite, abs(seconds) < 1e11 else { throw DecodeError(description: "an impossible useful-until time") }
+            usefulUntil = Date(timeIntervalSince1970: seconds)
         default: throw DecodeError(description: "an invalid flag")
         }
         guard let text = String(validating: bytes[reader.offset...], as: UTF8.self) else {

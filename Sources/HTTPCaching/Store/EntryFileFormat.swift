@@ -211,7 +211,10 @@ enum EntryFileFormat {
         guard flags & ~3 == 0 else { throw .malformed("unknown flags") }
         let status = try reader.integer(Int64.self)
         guard let statusCode = Int(exactly: status) else { throw .malformed("status") }
-        let storedAt = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.integer(UInt64.self)))
+        let storedSeconds = Double(bitPattern: try reader.integer(UInt64.self))
+        // A time that is not finite or absurdly far away is damage (and printing such a date traps).
+        guard storedSeconds.isFinite, abs(storedSeconds) < 1e11 else { throw .malformed("stored-at") }
+        let storedAt = Date(timeIntervalSinceReferenceDate: storedSeconds)
         let generation = try reader.integer(UInt64.self)
         var windows: CacheWindows?
         if flags & 1 != 0 {
@@ -222,7 +225,9 @@ enum EntryFileFormat {
         }
         var usefulUntil: Date?
         if flags & 2 != 0 {
-            usefulUntil = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.integer(UInt64.self)))
+            let seconds = Double(bitPattern: try reader.integer(UInt64.self))
+            guard seconds.isFinite, abs(seconds) < 1e11 else { throw .malformed("useful-until") }
+            usefulUntil = Date(timeIntervalSinceReferenceDate: seconds)
         }
         let storedKey = try reader.slice()
         let entryKey: CacheKey

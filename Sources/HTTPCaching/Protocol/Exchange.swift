@@ -32,10 +32,11 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         case fromDelegate
     }
 
-    /// The caller's task and session, for delegate calls.
+    /// The caller's task, its session and the delegate Foundation would ask about it.
     struct Outer: @unchecked Sendable {
         let task: URLSessionTask
         let session: URLSession?
+        let delegate: URLSessionTaskDelegate?
     }
 
     let binding: ProtocolBinding
@@ -102,7 +103,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         let hop = Hop(request: request, headers: headers, key: CacheKey(url: request.url ?? URL(fileURLWithPath: "/")),
                       credentialed: binding.keys.isCredentialed(headers), body: .none)
         self.init(binding: binding, hop: hop, role: .foreground(streaming: streaming), delivery: delivery,
-                  outer: task.map { Outer(task: $0, session: session) })
+                  outer: task.map { Outer(task: $0, session: session, delegate: TaskIntrospection.delegate(of: $0, session: session)) })
     }
 
     /// Derives the key, looks the entry up and starts the transaction. A hit from a store
@@ -216,7 +217,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64) {
-        guard let outer, let session = outer.session, let delegate = outer.task.delegate,
+        guard let outer, let session = outer.session, let delegate = outer.delegate,
               state.withLock({ $0.forwardID == task }) else { return }
         let box = UncheckedBox((session, delegate, outer.task))
         session.delegateQueue.addOperation {
@@ -399,7 +400,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// `uploadTask(withStreamedRequest:)`: the caller's delegate supplies the body stream.
     private func askDelegateForBody(then conditional: [String: String], hop: Hop) {
-        guard let outer, let session = outer.session, let delegate = outer.task.delegate else {
+        guard let outer, let session = outer.session, let delegate = outer.delegate else {
             var hop = hop
             hop.body = .none
             return send(conditional: conditional, hop: hop)
@@ -498,7 +499,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     // MARK: - Redirects
 
     private func askAboutRedirect(_ held: Held, next: URLRequest) {
-        guard let outer, let session = outer.session, let delegate = outer.task.delegate else { return follow(next, after: held) }
+        guard let outer, let session = outer.session, let delegate = outer.delegate else { return follow(next, after: held) }
         let box = UncheckedBox((session, delegate, outer.task, held.response))
         session.delegateQueue.addOperation {
             box.value.1.urlSession(box.value.0, task: box.value.2, willPerformHTTPRedirection: box.value.3, newRequest: next) { request in
@@ -562,12 +563,12 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             return (state.challenges, state.lastCredential)
         }
         var proposed: URLCredential?
-        if let storage = binding.credentialStorage.value {
-            proposed = storage.credentials(for: space)?.sorted { $0.key < $1.key }.first?.value ?? storage.defaultCredential(for: space)
+        if let storage = credentialStorage {
+            proposed = Challenges.storedCredential(in: storage, for: space)
         }
         if let candidate = proposed, last?.credential == candidate { proposed = nil }
         let offered = proposed
-        guard let session = outer.session, let delegate = outer.task.delegate else {
+        guard let session = outer.session, let delegate = outer.delegate else {
             if let proposed { return retry(with: proposed, space: space, held: held) }
             return deliverHeld(held)
         }
@@ -592,6 +593,12 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         }
     }
 
+    /// The caller's credential storage: its session's, as Foundation uses it.
+    private var credentialStorage: URLCredentialStorage? {
+        if let session = outer?.session { return session.configuration.urlCredentialStorage }
+        return binding.credentialStorage.value
+    }
+
     /// Sends the request again with a credential (Basic, as Foundation does on Linux).
     private func retry(with credential: URLCredential, space: URLProtectionSpace, held: Held) {
         guard space.authenticationMethod == NSURLAuthenticationMethodHTTPBasic else { return deliverHeld(held) }
@@ -612,7 +619,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         guard let saved = state.withLock({ state -> (space: URLProtectionSpace, credential: URLCredential)? in
             defer { state.credentialToSave = nil }
             return state.credentialToSave
-        }), let storage = binding.credentialStorage.value, let task = outer?.task else { return }
+        }), let storage = credentialStorage, let task = outer?.task else { return }
         storage.set(saved.credential, for: saved.space, task: task)
     }
 }

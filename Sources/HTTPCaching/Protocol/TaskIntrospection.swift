@@ -32,21 +32,39 @@ enum TaskIntrospection {
     /// How `task` receives its body; nil if it cannot be read. Call it on the task's work
     /// queue (`startLoading` runs there): the registry is only consistent there.
     static func delivery(of task: URLSessionTask, session: URLSession) -> Delivery? {
+        guard let behaviour = behaviour(of: task, session: session) else { return nil }
+        switch behaviour.name {
+        case "callDelegate":
+            return session.delegate is URLSessionDataDelegate ? .delegate : .whole
+        case "dataCompletionHandler", "dataCompletionHandlerWithTaskDelegate":
+            return .whole
+        default:
+            return nil
+        }
+    }
+
+    /// The delegate Foundation would ask about `task`'s redirects, challenges and body
+    /// stream: the one given to `data(for:delegate:)` (kept only in the session's registry,
+    /// where `task.delegate` does not look), else `task.delegate`. Call it on the task's work
+    /// queue.
+    static func delegate(of task: URLSessionTask, session: URLSession?) -> URLSessionTaskDelegate? {
+        if let session, let behaviour = behaviour(of: task, session: session),
+           behaviour.name == "dataCompletionHandlerWithTaskDelegate", let payload = behaviour.payload {
+            let parts = Mirror(reflecting: payload).children.map(\.value)
+            if parts.count == 2, let delegate = unwrap(parts[1]) as? URLSessionTaskDelegate { return delegate }
+        }
+        return task.delegate
+    }
+
+    /// The name of the behaviour the session registered for a task, and its payload.
+    private static func behaviour(of task: URLSessionTask, session: URLSession) -> (name: String, payload: Any?)? {
         guard let registry = storedValue(named: "taskRegistry", in: session),
               let behaviours = storedValue(named: "behaviours", in: registry as AnyObject) else { return nil }
         for child in Mirror(reflecting: behaviours).children {
             let pair = Mirror(reflecting: child.value).children.map(\.value)
             guard pair.count == 2, let identifier = pair[0] as? Int, identifier == task.taskIdentifier else { continue }
-            let behaviour = pair[1]
-            let name = Mirror(reflecting: behaviour).children.first?.label ?? String(describing: behaviour)
-            switch name {
-            case "callDelegate":
-                return session.delegate is URLSessionDataDelegate ? .delegate : .whole
-            case "dataCompletionHandler", "dataCompletionHandlerWithTaskDelegate":
-                return .whole
-            default:
-                return nil
-            }
+            let behaviour = Mirror(reflecting: pair[1]).children.first
+            return (behaviour?.label ?? String(describing: pair[1]), behaviour?.value)
         }
         return nil
     }

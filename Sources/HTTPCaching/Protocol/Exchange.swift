@@ -499,6 +499,14 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     // MARK: - Redirects
 
     private func askAboutRedirect(_ held: Held, next: URLRequest) {
+        // As Foundation: the 21st redirect fails before the delegate is asked about it.
+        let tooMany = state.withLock { state -> Bool in
+            state.redirects += 1
+            return state.redirects > 20
+        }
+        if tooMany {
+            return delivery?.fail(URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "too many HTTP redirects"])) ?? ()
+        }
         guard let outer, let session = outer.session, let delegate = outer.delegate else { return follow(next, after: held) }
         let box = UncheckedBox((session, delegate, outer.task, held.response))
         session.delegateQueue.addOperation {
@@ -509,20 +517,16 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     private func follow(_ request: URLRequest, after held: Held) {
-        let tooMany = state.withLock { state -> Bool in
-            state.redirects += 1
-            return state.redirects > 20
-        }
-        if tooMany {
-            return delivery?.fail(URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "too many HTTP redirects"])) ?? ()
-        }
         var next = request
         let previous = state.withLock { $0.hop }
         // 303, and 301/302 after a POST, change the method to GET and drop the body.
         let keepsBody = (next.httpMethod?.uppercased() ?? "GET") == (previous.request.httpMethod?.uppercased() ?? "GET")
             && [307, 308].contains(held.response.statusCode)
         if !keepsBody { next.httpBody = nil }
-        startHop(next, body: keepsBody ? previous.body : .none)
+        var body = keepsBody ? previous.body : .none
+        // A stream is spent: ask the caller's delegate for a new one (`needNewBodyStream`).
+        if case .stream = body { body = .fromDelegate }
+        startHop(next, body: body)
     }
 
     /// Starts the next request of the exchange (after a redirect, or with credentials): a

@@ -32,11 +32,21 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         case fromDelegate
     }
 
-    /// The caller's task, its session and the delegate Foundation would ask about it.
+    /// The caller's task, its session, the delegate Foundation would ask about it
+    /// (redirects, challenges, body streams) and the one it reports upload progress to.
     struct Outer: @unchecked Sendable {
         let task: URLSessionTask
         let session: URLSession?
         let delegate: URLSessionTaskDelegate?
+        let progressDelegate: URLSessionTaskDelegate?
+
+        /// Read on the task's work queue (in `startLoading`), where the registry is consistent.
+        init(task: URLSessionTask, session: URLSession?) {
+            self.task = task
+            self.session = session
+            delegate = TaskIntrospection.delegate(of: task, session: session)
+            progressDelegate = TaskIntrospection.progressDelegate(of: task, session: session)
+        }
     }
 
     let binding: ProtocolBinding
@@ -103,7 +113,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         let hop = Hop(request: request, headers: headers, key: CacheKey(url: request.url ?? URL(fileURLWithPath: "/")),
                       credentialed: binding.keys.isCredentialed(headers), body: .none)
         self.init(binding: binding, hop: hop, role: .foreground(streaming: streaming), delivery: delivery,
-                  outer: task.map { Outer(task: $0, session: session, delegate: TaskIntrospection.delegate(of: $0, session: session)) })
+                  outer: task.map { Outer(task: $0, session: session) })
     }
 
     /// Derives the key, looks the entry up and starts the transaction. A hit from a store
@@ -217,7 +227,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64) {
-        guard let outer, let session = outer.session, let delegate = outer.delegate,
+        guard let outer, let session = outer.session, let delegate = outer.progressDelegate,
               state.withLock({ $0.forwardID == task }) else { return }
         let box = UncheckedBox((session, delegate, outer.task))
         session.delegateQueue.addOperation {

@@ -48,12 +48,31 @@ enum TaskIntrospection {
     /// where `task.delegate` does not look), else `task.delegate`. Call it on the task's work
     /// queue.
     static func delegate(of task: URLSessionTask, session: URLSession?) -> URLSessionTaskDelegate? {
-        if let session, let behaviour = behaviour(of: task, session: session),
-           behaviour.name == "dataCompletionHandlerWithTaskDelegate", let payload = behaviour.payload {
-            let parts = Mirror(reflecting: payload).children.map(\.value)
-            if parts.count == 2, let delegate = unwrap(parts[1]) as? URLSessionTaskDelegate { return delegate }
+        if let session, let behaviour = behaviour(of: task, session: session), let delegate = givenDelegate(behaviour) {
+            return delegate
         }
         return task.delegate
+    }
+
+    /// The delegate Foundation reports a task's upload progress to: the session's delegate for
+    /// a task without a completion handler, the one given to `data(for:delegate:)` or
+    /// `upload(for:from:delegate:)`, none for a completion-handler task. When the registry
+    /// cannot be read, `task.delegate`. Call it on the task's work queue.
+    static func progressDelegate(of task: URLSessionTask, session: URLSession?) -> URLSessionTaskDelegate? {
+        guard let session, let behaviour = behaviour(of: task, session: session) else { return task.delegate }
+        switch behaviour.name {
+        case "callDelegate": return session.delegate as? URLSessionTaskDelegate
+        case "dataCompletionHandlerWithTaskDelegate": return givenDelegate(behaviour)
+        default: return nil
+        }
+    }
+
+    /// The delegate a `...WithTaskDelegate` behaviour carries, if any.
+    private static func givenDelegate(_ behaviour: (name: String, payload: Any?)) -> URLSessionTaskDelegate? {
+        guard behaviour.name == "dataCompletionHandlerWithTaskDelegate", let payload = behaviour.payload else { return nil }
+        let parts = Mirror(reflecting: payload).children.map(\.value)
+        guard parts.count == 2 else { return nil }
+        return unwrap(parts[1]) as? URLSessionTaskDelegate
     }
 
     /// The name of the behaviour the session registered for a task, and its payload.

@@ -327,3 +327,39 @@ func storedCredentials(_ storage: URLCredentialStorage, host: String, port: Int,
     }
     return found
 }
+
+/// A store that keeps entries in memory but never answers without I/O (so every hit takes the
+/// cache's I/O path and is answered from another thread), and can be told to fail its writes.
+final class IOPathStore: ResponseStore, @unchecked Sendable {
+    struct WriteFailed: Error, CustomStringConvertible {
+        var description: String { "the disk is full" }
+    }
+
+    private let memory: MemoryResponseStore
+    private let failing = Mutex(false)
+
+    init(maxEntrySize: Int? = nil) throws {
+        memory = try MemoryResponseStore(byteLimit: 64 << 20, maxEntrySize: maxEntrySize)
+    }
+
+    /// Whether writes throw `WriteFailed`.
+    var failsWrites: Bool {
+        get { failing.withLock { $0 } }
+        set { failing.withLock { $0 = newValue } }
+    }
+
+    func entry(for key: CacheKey) throws -> CacheEntry? { memory.entry(for: key) }
+    func write(_ entry: CacheEntry) throws -> StoreWriteResult {
+        if failsWrites { throw WriteFailed() }
+        return memory.write(entry)
+    }
+    func removeEntry(for key: CacheKey) throws { memory.removeEntry(for: key) }
+    func removeAll(progress: (RemovalProgress) -> Void) throws { memory.removeAll(progress: progress) }
+    func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
+        memory.removeEntries(where: predicate, progress: progress)
+    }
+    func entryInfos() throws -> [StoredEntryInfo] { memory.entryInfos() }
+    var totalBytes: Int { memory.totalBytes }
+    var entryCount: Int { memory.entryCount }
+    var maxEntrySize: Int { memory.maxEntrySize }
+}

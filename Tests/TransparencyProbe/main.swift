@@ -12,6 +12,11 @@
 //       prints the bytes and chunks the delegate got, whether its response came before the
 //       origin had sent the whole body, the cache's stored / notStored(tooLarge) events, and
 //       how far the peak resident memory grew over the transfer.
+//   transparency-probe swift-cancel SECONDS [caching]
+//       Rounds of 200 concurrent data(for:) calls whose Swift tasks are cancelled while they
+//       wait, on a plain session (a caching one with "caching"), for up to SECONDS. Prints
+//       "deadlock after N rounds" as soon as a round stops making progress (Foundation
+//       6.3.1's own lock-order inversion, corelibs issue 5412), else "no deadlock in N rounds".
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -71,6 +76,8 @@ case "lifetime", "plain":
     for index in 0..<cycles { cycle(index, caching: caching, requestsEvery: requestsEvery) }
     say("rss-after \(residentKB())")
     say("ok")
+case "swift-cancel":
+    swiftCancel(seconds: cycles, caching: arguments.contains("caching"))
 case "stream":
     try stream(bytes: cycles, caching: !arguments.contains("plain"))
 default:
@@ -170,4 +177,32 @@ func stream(bytes total: Int, caching: Bool) throws {
         say("not-stored-too-large \(tooLarge)")
     }
     say("peak-growth-kb \(peak - before)")
+}
+
+func swiftCancel(seconds: Int, caching: Bool) {
+    let configuration = URLSessionConfiguration.ephemeral
+    if caching { configuration.enableHTTPCaching(HTTPCache()) } else { configuration.urlCache = nil }
+    let session = URLSession(configuration: configuration)
+    let deadline = Date().addingTimeInterval(TimeInterval(seconds))
+    var rounds = 0
+    while Date() < deadline {
+        rounds += 1
+        let finished = DispatchSemaphore(value: 0)
+        let round = rounds
+        Task.detached {
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<200 {
+                    group.addTask { _ = try? await session.data(for: URLRequest(url: origin.url("/fresh?\(round)-\(index)"))) }
+                }
+                for _ in 0..<100 { await Task.yield() }
+                group.cancelAll()
+            }
+            finished.signal()
+        }
+        if finished.wait(timeout: .now() + 3) == .timedOut {
+            say("deadlock after \(rounds) rounds")
+            exit(0)
+        }
+    }
+    say("no deadlock in \(rounds) rounds")
 }

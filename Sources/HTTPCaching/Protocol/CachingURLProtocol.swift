@@ -49,15 +49,17 @@ public class CachingURLProtocol: URLProtocol {
     /// URLSession queue: no store I/O happens here unless the store answers from memory.
     override public func startLoading() {
         let delivery = Delivery(protocol: self, client: client)
-        if task is URLSessionDownloadTask {
-            return delivery.fail(CachingError.downloadTaskUnsupported)
+        delivery.inline {
+            if task is URLSessionDownloadTask {
+                return delivery.fail(CachingError.downloadTaskUnsupported)
+            }
+            guard let binding = BindingRegistry.binding(for: type(of: self)) else {
+                return delivery.fail(CachingError.installationReleased)
+            }
+            let exchange = Exchange(request: request, task: task, binding: binding, delivery: delivery)
+            self.exchange = exchange
+            exchange.begin()
         }
-        guard let binding = BindingRegistry.binding(for: type(of: self)) else {
-            return delivery.fail(CachingError.installationReleased)
-        }
-        let exchange = Exchange(request: request, task: task, binding: binding, delivery: delivery)
-        self.exchange = exchange
-        exchange.begin()
     }
 
     /// Stops answering: nothing reaches the client any more.

@@ -18,6 +18,13 @@ enum TaskIntrospection {
         return unwrap(value) as? URLSession
     }
 
+    /// The serial queue the task's work runs on (`startLoading`, `stopLoading`, `cancel()`,
+    /// `suspend()`, and Foundation's own HTTP class's client calls); the session's task
+    /// registry may only be read there.
+    static func workQueue(of task: URLSessionTask) -> DispatchQueue? {
+        storedValue(named: "workQueue", in: task).flatMap(unwrap) as? DispatchQueue
+    }
+
     /// How a task receives its body, by the behaviour its session registered for it.
     enum Delivery: Equatable {
         /// Chunk by chunk through the delegate's `didReceive(data)` (`.callDelegate` with a

@@ -3,7 +3,8 @@
 //   transparency-probe lifetime CYCLES REQUESTS_EVERY
 //       Installs caching on a new configuration, makes a session from it, and drops both,
 //       CYCLES times; every REQUESTS_EVERY-th cycle (0: never) also sends a miss and a hit
-//       through the session first. Prints "rss-before KB", "rss-after KB" and "ok".
+//       through the session first. Prints "rss-before KB", "rss-mid KB" (after a fifth of
+//       the cycles), "rss-after KB" and "ok".
 //   transparency-probe plain CYCLES [REQUESTS_EVERY]
 //       The same cycles without caching, for comparison.
 //   transparency-probe stream BYTES [plain]
@@ -73,7 +74,10 @@ case "lifetime", "plain":
     // Warm up: first sessions, first classes, Foundation's one-time allocations.
     for index in 0..<200 { cycle(index, caching: caching, requestsEvery: requestsEvery) }
     say("rss-before \(residentKB())")
-    for index in 0..<cycles { cycle(index, caching: caching, requestsEvery: requestsEvery) }
+    for index in 0..<cycles {
+        if index == cycles / 5 { say("rss-mid \(residentKB())") }
+        cycle(index, caching: caching, requestsEvery: requestsEvery)
+    }
     say("rss-after \(residentKB())")
     say("ok")
 case "swift-cancel":

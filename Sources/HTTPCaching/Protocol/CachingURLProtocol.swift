@@ -53,10 +53,11 @@ public class CachingURLProtocol: URLProtocol {
             if task is URLSessionDownloadTask {
                 return delivery.fail(CachingError.downloadTaskUnsupported)
             }
-            guard let binding = BindingRegistry.binding(for: type(of: self)) else {
+            let session = task.flatMap(TaskIntrospection.session(of:))
+            guard let binding = BindingRegistry.binding(for: type(of: self), session: session) else {
                 return delivery.fail(CachingError.installationReleased)
             }
-            let exchange = Exchange(request: request, task: task, binding: binding, delivery: delivery)
+            let exchange = Exchange(request: request, task: task, session: session, binding: binding, delivery: delivery)
             self.exchange = exchange
             exchange.begin()
         }
@@ -85,7 +86,9 @@ public enum CachingError: Error, LocalizedError, Equatable, Sendable {
     /// A redirect or a retry with credentials needed the store's partition secret, and the
     /// store could not give it.
     case storeUnavailableForCredentials
-    /// The installation this protocol class belonged to was released with its sessions.
+    /// The installation this protocol class belonged to was released with its sessions, or
+    /// the session's configuration no longer carries it (its `urlCache` was replaced after
+    /// `enableHTTPCaching`).
     case installationReleased
 
     /// What went wrong, in a sentence.

@@ -102,13 +102,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// An exchange answering a caller. Made on Foundation's shared queue, in `startLoading`;
     /// `begin()` starts it.
-    convenience init(request: URLRequest, task: URLSessionTask?, binding: ProtocolBinding, delivery: Delivery) {
-        var session: URLSession?
+    convenience init(request: URLRequest, task: URLSessionTask?, session: URLSession?, binding: ProtocolBinding, delivery: Delivery) {
         var streaming = false
-        if let task {
-            session = TaskIntrospection.session(of: task)
-            if let session { streaming = TaskIntrospection.delivery(of: task, session: session) == .delegate }
-        }
+        if let task, let session { streaming = TaskIntrospection.delivery(of: task, session: session) == .delegate }
         let headers = binding.keys.headers(request)
         let hop = Hop(request: request, headers: headers, key: CacheKey(url: request.url ?? URL(fileURLWithPath: "/")),
                       credentialed: binding.keys.isCredentialed(headers), body: .none)

@@ -370,3 +370,29 @@ final class MetricsDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
         state.update { $0.completed = true }
     }
 }
+
+@Suite("Facts about the queue every session's work runs on")
+struct SharedQueueFactsTests {
+    #if canImport(FoundationNetworking)
+    @Test("the work queues of tasks of different sessions never run at the same time: they share one serial queue (so the cache may deliver on the forwarded task's queue)")
+    func sharedSerialQueue() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [SilentProtocol.self]
+        let first = URLSession(configuration: configuration), second = URLSession(configuration: configuration)
+        defer { first.invalidateAndCancel(); second.invalidateAndCancel() }
+        let one = first.dataTask(with: URL(string: "http://facts.test/one")!)
+        let other = second.dataTask(with: URL(string: "http://facts.test/other")!)
+        let queueOne = try #require(TaskIntrospection.workQueue(of: one))
+        let queueOther = try #require(TaskIntrospection.workQueue(of: other))
+        let overlapped = Watched<Bool?>(nil)
+        queueOne.async {
+            let ran = DispatchSemaphore(value: 0)
+            queueOther.async { ran.signal() }
+            let concurrent = ran.wait(timeout: .now() + 0.2) == .success
+            overlapped.update { $0 = concurrent }
+        }
+        #expect(await overlapped.wait { $0 != nil })
+        #expect(overlapped.value == false, "a block on the other session's task queue waited for this one")
+    }
+    #endif
+}

@@ -162,6 +162,9 @@ func stream(bytes total: Int, caching: Bool) throws {
             body.write(count == piece.count ? piece : piece.prefix(count))
             sent += count
             _ = await body.flushed()
+            if let pause = ProcessInfo.processInfo.environment["PROBE_PAUSE_MS"].flatMap(Int.init) {
+                try? await Task.sleep(nanoseconds: UInt64(pause) * 1_000_000)
+            }
         }
         body.finish()
         _ = writer.signal()

@@ -22,9 +22,18 @@ import Glibc
 ///   state: cancel, suspend and stop all run there.
 ///
 /// Calls made while `startLoading` is running on that queue (a hit from memory) go out at once;
-/// any other call is queued, after those queued before it, so the client sees them in order.
-/// When the work queue cannot be read (`TaskIntrospection.workQueue`), calls go out on the
-/// caller's thread under a lock, as before.
+/// any other call waits for the queue, after those waiting before it, so the client sees them
+/// in order; one block runs every call waiting when it gets the queue.
+///
+/// Body chunks for a delegate-based task (`streamToDelegate`) do not wait for the queue: that
+/// queue is shared by every session in the process, the forwarded transfer's own reads run
+/// there too, and a fast one keeps it so busy that chunks waiting for it pile up (a 100 MB
+/// loopback transfer held 110 MB). They are handed to the delegate's queue directly, as the
+/// client would hand them (`didReceive(data)`, nothing else), after the response and before
+/// the end, which still go through the client.
+///
+/// When the work queue cannot be read (`TaskIntrospection.workQueue`), every call goes out on
+/// the caller's thread under the lock.
 final class Delivery: Sendable {
     private struct Target: @unchecked Sendable {
         let urlProtocol: URLProtocol
@@ -32,25 +41,39 @@ final class Delivery: Sendable {
         let task: URLSessionTask?
     }
 
+    /// Where a delegate-based task's chunks go.
+    private struct Stream: @unchecked Sendable {
+        let session: URLSession
+        let task: URLSessionDataTask
+    }
+
     private struct State: @unchecked Sendable {
         var target: Target?
         /// The thread running `startLoading`, while it runs: calls from it go out at once.
         var inlineThread: pthread_t?
-        /// Calls queued and not yet run: while any are, later ones queue behind them.
-        var queued = 0
+        /// Calls waiting for the work queue, in order.
+        var waiting: [Call] = []
+        /// Whether a block to run them is on the work queue.
+        var scheduled = false
+        var stream: Stream?
+        /// Whether the response has reached the client (chunks may follow it directly).
+        var responded = false
+        /// Chunks that arrived before that, handed over right after it.
+        var early: [Data] = []
     }
+
+    private typealias Call = (closing: Bool, call: @Sendable (Target) -> Void)
 
     private let state: Mutex<State>
     private let queue: UncheckedBox<DispatchQueue?>
+    /// The work queue of the forwarded transfer whose answer is being delivered, if any.
+    private let followed = Mutex<UncheckedBox<DispatchQueue?>>(UncheckedBox(nil))
 
     init(protocol urlProtocol: URLProtocol, client: (any URLProtocolClient)?) {
         let task = urlProtocol.task
         state = Mutex(State(target: client.map { Target(urlProtocol: urlProtocol, client: $0, task: task) }))
         queue = UncheckedBox(task.flatMap(TaskIntrospection.workQueue(of:)))
     }
-
-    /// Whether client calls wait for the task's work queue (false when it cannot be read).
-    var usesWorkQueue: Bool { queue.value != nil }
 
     /// Whether the client can still be called.
     var isOpen: Bool { state.withLock { $0.target != nil } }
@@ -63,17 +86,54 @@ final class Delivery: Sendable {
         state.withLock { $0.inlineThread = nil }
     }
 
+    /// Hands body chunks straight to the session's data delegate (`TaskIntrospection.delivery`
+    /// said the task is delegate-based). Needs the work queue, for ordering with the response.
+    func streamToDelegate(session: URLSession) {
+        guard queue.value != nil else { return }
+        state.withLock { state in
+            guard let task = state.target?.task as? URLSessionDataTask else { return }
+            state.stream = Stream(session: session, task: task)
+        }
+    }
+
+    /// Runs later client calls on `queue`, the work queue of the forwarded task whose answer
+    /// they carry, instead of the caller's task's.
+    ///
+    /// Every session's work queue runs on one process-wide serial queue, so a block on either
+    /// excludes the caller's session's registry changes and its task's cancel and stop alike.
+    /// But a fast transfer keeps that queue busy with its own reads, and blocks waiting on
+    /// another session's queue meanwhile wait for all of it (the response of a 100 MB loopback
+    /// transfer arrived after its last byte, every chunk held until then); on the transfer's
+    /// own queue they take turns with its reads. One block runs the waiting calls at a time,
+    /// in order, whichever queue it is on.
+    func follow(_ queue: DispatchQueue?) {
+        guard self.queue.value != nil, let queue else { return }
+        followed.withLock { $0 = UncheckedBox(queue) }
+    }
+
     /// Sends the response head.
     func respond(_ response: URLResponse) {
         let box = UncheckedBox(response)
-        send(closing: false) { target in
+        send(closing: false) { [self] target in
             target.client.urlProtocol(target.urlProtocol, didReceive: box.value, cacheStoragePolicy: .notAllowed)
+            handOverEarlyChunks()
         }
     }
 
     /// Sends body bytes.
     func load(_ data: Data) {
         guard !data.isEmpty else { return }
+        let direct = state.withLock { state -> Bool in
+            guard let stream = state.stream else { return false }
+            guard let target = state.target, target.task?.state == .running else { return true }
+            if state.responded {
+                Self.hand(data, to: stream)
+            } else {
+                state.early.append(data)
+            }
+            return true
+        }
+        if direct { return }
         send(closing: false) { target in
             target.client.urlProtocol(target.urlProtocol, didLoad: data)
         }
@@ -108,11 +168,37 @@ final class Delivery: Sendable {
     /// Closes the path: nothing reaches the client any more. Called by `stopLoading`, on the
     /// task's work queue.
     func stop() {
-        state.withLock { $0.target = nil }
+        state.withLock { state in
+            state.target = nil
+            state.early = []
+        }
     }
 
-    /// Makes a client call on the work queue (at once when already there and nothing is
-    /// queued), if the path is open and the task running; `closing` closes the path with it.
+    /// On the work queue, right after the response reached the client: the chunks that came
+    /// before it, then every later one goes straight to the delegate.
+    private func handOverEarlyChunks() {
+        guard queue.value != nil else { return } // no stream without the work queue
+        state.withLock { state in
+            guard let stream = state.stream else { return }
+            state.responded = true
+            for chunk in state.early { Self.hand(chunk, to: stream) }
+            state.early = []
+        }
+    }
+
+    /// What the client does with a chunk for a delegate-based task: the delegate's
+    /// `didReceive(data)` on the session's delegate queue. Called under the lock, with the
+    /// task running: `stopLoading` (and so Foundation's own end of the task) waits for it.
+    private static func hand(_ data: Data, to stream: Stream) {
+        guard let delegate = stream.session.delegate as? URLSessionDataDelegate else { return }
+        let box = UncheckedBox((stream.session, stream.task, delegate))
+        stream.session.delegateQueue.addOperation {
+            box.value.2.urlSession(box.value.0, dataTask: box.value.1, didReceive: data)
+        }
+    }
+
+    /// Makes a client call on the work queue (at once when already there and nothing waits),
+    /// if the path is open and the task running; `closing` closes the path with it.
     private func send(closing: Bool, _ call: @escaping @Sendable (Target) -> Void) {
         guard let queue = queue.value else {
             // No work queue: under the lock, from this thread.
@@ -121,16 +207,32 @@ final class Delivery: Sendable {
                 call(target)
             }
         }
-        let now = state.withLock { state -> Bool in
-            guard state.target != nil else { return false }
-            if state.queued == 0, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0 { return true }
-            state.queued += 1
-            return false
+        enum Route { case now, waits, schedule }
+        let route = state.withLock { state -> Route in
+            guard state.target != nil else { return .waits }
+            if !state.scheduled, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0 { return .now }
+            state.waiting.append((closing, call))
+            if state.scheduled { return .waits }
+            state.scheduled = true
+            return .schedule
         }
-        if now { return run(closing: closing, call) }
-        queue.async {
-            self.state.withLock { $0.queued -= 1 }
-            self.run(closing: closing, call)
+        switch route {
+        case .now: run(closing: closing, call)
+        case .waits: break
+        case .schedule: (followed.withLock { $0.value } ?? queue).async { self.runWaiting() }
+        }
+    }
+
+    /// On the work queue: every waiting call, in order, and those that arrive meanwhile.
+    private func runWaiting() {
+        while true {
+            let calls = state.withLock { state -> [Call] in
+                if state.waiting.isEmpty { state.scheduled = false }
+                defer { state.waiting.removeAll() }
+                return state.waiting
+            }
+            if calls.isEmpty { return }
+            for (closing, call) in calls { run(closing: closing, call) }
         }
     }
 
@@ -144,8 +246,11 @@ final class Delivery: Sendable {
     /// the path and answers nil.
     private static func live(_ state: inout State, closing: Bool) -> Target? {
         guard let current = state.target else { return nil }
-        if closing || current.task.map({ $0.state != .running }) == true { state.target = nil }
-        if let task = current.task, task.state != .running { return nil }
-        return current
+        let running = current.task.map { $0.state == .running } ?? true
+        if closing || !running {
+            state.target = nil
+            state.early = []
+        }
+        return running ? current : nil
     }
 }

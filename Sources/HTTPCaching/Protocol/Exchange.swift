@@ -105,6 +105,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     convenience init(request: URLRequest, task: URLSessionTask?, session: URLSession?, binding: ProtocolBinding, delivery: Delivery) {
         var streaming = false
         if let task, let session { streaming = TaskIntrospection.delivery(of: task, session: session) == .delegate }
+        if streaming, let session { delivery.streamToDelegate(session: session) }
         let headers = binding.keys.headers(request)
         let hop = Hop(request: request, headers: headers, key: CacheKey(url: request.url ?? URL(fileURLWithPath: "/")),
                       credentialed: binding.keys.isCredentialed(headers), body: .none)
@@ -394,6 +395,8 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         // there waits on the queue the thread already holds, and traps.
         DispatchQueue.global().async {
             let task = self.binding.forwarding.makeTask(sending.value.0, body: sending.value.1, observer: self)
+            // Its answer reaches the caller through blocks on the queue its own transfer runs on.
+            self.delivery?.follow(TaskIntrospection.workQueue(of: task))
             let go = self.state.withLock { state -> Bool in
                 guard !state.stopped || self.delivery == nil else { return false }
                 state.forwardID = task.taskIdentifier

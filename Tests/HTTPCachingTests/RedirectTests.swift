@@ -164,3 +164,18 @@ struct RedirectTests {
         }
     }
 }
+
+extension RedirectTests {
+    @Test("a relative Location with a trailing slash loses it, as in Foundation, so /dir → /dir/ loops until NSURLErrorHTTPTooManyRedirects",
+          arguments: [true, false])
+    func trailingSlashLoops(caching: Bool) async throws {
+        let h = try Harness()
+        h.origin.routeRedirect("/dir", status: 301, to: "/dir/")
+        let probe = ProbeDelegate()
+        let outcome = try #require(await perform(.delegate, URLRequest(url: h.origin.url("/dir")), probe: probe, makeSession: { delegate in
+            caching ? h.delegateSession(delegate) : uncachedSession(delegate)
+        }))
+        #expect(outcome.errorCode == NSURLErrorHTTPTooManyRedirects)
+        #expect(probe.value.redirects.first?.request.url?.path == "/dir")
+    }
+}

@@ -75,9 +75,6 @@ final class Delivery: Sendable {
         queue = UncheckedBox(task.flatMap(TaskIntrospection.workQueue(of:)))
     }
 
-    /// Whether the client can still be called.
-    var isOpen: Bool { state.withLock { $0.target != nil } }
-
     /// Runs `body` (`startLoading`'s work) with calls from this thread going out at once: the
     /// thread is on the task's work queue.
     func inline(_ body: () -> Void) {

@@ -28,13 +28,19 @@ let package = Package(
         .testTarget(
             name: "HTTPCachingTests",
             dependencies: ["HTTPCaching", "HTTPCachingTestKit", "LoopbackOrigin", "cache-demo", "registration-probe", "store-crash-writer",
-                           "store-stress-worker"]
+                           "store-stress-worker", "transparency-probe"]
         ),
         // Run by the tests in a fresh process (global registration depends on process history).
         .executableTarget(
             name: "registration-probe",
             dependencies: ["HTTPCaching", "LoopbackOrigin"],
             path: "Tests/RegistrationProbe"
+        ),
+        // Run by the tests in a fresh process, to measure memory that is the program's alone.
+        .executableTarget(
+            name: "transparency-probe",
+            dependencies: ["HTTPCaching", "LoopbackOrigin"],
+            path: "Tests/TransparencyProbe"
         ),
         // Run by the tests and killed with SIGKILL at random moments, to prove crash safety.
         .executableTarget(

@@ -50,6 +50,26 @@ struct SocketReader {
         }
     }
 
+    /// Reads one line, CRLF removed; nil if the connection closed first, or the line grows
+    /// past `limit`.
+    mutating func readLine(limit: Int) -> [UInt8]? {
+        var scanned = 0
+        while true {
+            var i = start + max(0, scanned - 1)
+            while i + 1 < buffer.count {
+                if buffer[i] == 13 && buffer[i + 1] == 10 {
+                    let line = Array(buffer[start..<i])
+                    start = i + 2
+                    return line
+                }
+                i += 1
+            }
+            scanned = buffer.count - start
+            if scanned > limit { return nil }
+            guard fill() else { return nil }
+        }
+    }
+
     /// Reads exactly `count` bytes; nil if the connection closed first.
     mutating func read(count: Int) -> [UInt8]? {
         while buffer.count - start < count {
@@ -72,7 +92,7 @@ enum ParseOutcome {
     case closed
 }
 
-/// Parses HTTP/1.x requests with Content-Length bodies; anything else is malformed.
+/// Parses HTTP/1.x requests with Content-Length or chunked bodies; anything else is malformed.
 enum HTTPRequestParser {
     static let headLimit = 64 * 1024
     static let bodyLimit = 16 * 1024 * 1024
@@ -87,10 +107,15 @@ enum HTTPRequestParser {
         }
         var body = Data()
         let lengthValue = headers.first { asciiLowercased($0.name) == "content-length" }?.value
-        if headers.contains(where: { asciiLowercased($0.name) == "transfer-encoding" }) {
-            return .malformed("chunked request bodies are not supported")
-        }
-        if let lengthValue {
+        if let coding = headers.first(where: { asciiLowercased($0.name) == "transfer-encoding" })?.value {
+            guard asciiLowercased(coding).trimmingCharacters(in: .whitespaces) == "chunked" else {
+                return .malformed("unsupported transfer coding")
+            }
+            switch readChunked(from: &reader) {
+            case .success(let bytes): body = bytes
+            case .failure(let error): return error.reason == "closed" ? .closed : .malformed(error.reason)
+            }
+        } else if let lengthValue {
             guard let length = Int(lengthValue),
                   length >= 0, length <= bodyLimit else {
                 return .malformed("bad Content-Length")
@@ -115,6 +140,31 @@ enum HTTPRequestParser {
              UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
              UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): true
         default: false
+        }
+    }
+
+    /// Reads a chunked body (RFC 9112 section 7.1): sizes in hex, extensions and trailers
+    /// ignored, at most `bodyLimit` bytes.
+    static func readChunked(from reader: inout SocketReader) -> Result<Data, HeadError> {
+        var body = Data()
+        while true {
+            guard let line = reader.readLine(limit: 1024) else { return .failure(HeadError(reason: "closed")) }
+            let sizeText = String(decoding: line.prefix { $0 != 59 /* ; */ }, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+            guard !sizeText.isEmpty, sizeText.count <= 8, let size = Int(sizeText, radix: 16) else {
+                return .failure(HeadError(reason: "bad chunk size"))
+            }
+            if size == 0 {
+                while true { // trailer fields, up to the empty line
+                    guard let trailer = reader.readLine(limit: headLimit) else { return .failure(HeadError(reason: "closed")) }
+                    if trailer.isEmpty { return .success(body) }
+                }
+            }
+            guard body.count + size <= bodyLimit else { return .failure(HeadError(reason: "body too large")) }
+            guard let bytes = reader.read(count: size), let end = reader.read(count: 2) else {
+                return .failure(HeadError(reason: "closed"))
+            }
+            guard end == [13, 10] else { return .failure(HeadError(reason: "bad chunk")) }
+            body.append(contentsOf: bytes)
         }
     }
 

@@ -59,7 +59,8 @@ struct LoopbackOriginTests {
         "GET /x HTTP/1.1\r\nno-colon-here\r\n\r\n",
         "get /x HTTP/1.1\r\n\r\n",
         "POST /x HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
-        "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "POST /x HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
         "\u{FF}\u{FE}\r\n\r\n",
     ])
     func malformed(request: String) throws {
@@ -76,6 +77,18 @@ struct LoopbackOriginTests {
         defer { origin.stop() }
         let huge = "GET /x HTTP/1.1\r\nX: " + String(repeating: "a", count: 100_000)
         #expect(raw(huge, port: origin.port).hasPrefix("HTTP/1.1 400 "))
+    }
+
+    @Test("reads chunked request bodies (extensions and trailers ignored), then the next request on the connection")
+    func chunkedRequestBody() throws {
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.route("/echo") { request, _ in .init(text: request.method + ":" + String(decoding: request.body, as: UTF8.self)) }
+        let chunked = "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\nA\r\n, chunked!\r\n0\r\nX-Trailer: t\r\n\r\n"
+        let answer = raw(chunked + "GET /echo HTTP/1.1\r\nConnection: close\r\n\r\n", port: origin.port)
+        #expect(answer.contains("POST:hello, chunked!"))
+        #expect(answer.contains("GET:"))
+        #expect(origin.requestCount("/echo") == 2)
     }
 
     @Test("keeps a connection alive across requests and reads request bodies")

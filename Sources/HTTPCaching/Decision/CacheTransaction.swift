@@ -242,6 +242,8 @@ struct CacheTransaction {
     /// Body bytes arrived.
     mutating func body(_ chunk: Data) -> [Action] {
         guard case .receiving(var receiving) = state else { return [] }
+        // Take the buffer out of `state` first: while both hold it, appending copies it whole.
+        state = .idle
         var actions: [Action] = []
         if receiving.storing && receiving.body.count + chunk.count > context.maxEntrySize {
             receiving.storing = false

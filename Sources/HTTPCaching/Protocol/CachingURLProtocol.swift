@@ -49,15 +49,18 @@ public class CachingURLProtocol: URLProtocol {
     /// URLSession queue: no store I/O happens here unless the store answers from memory.
     override public func startLoading() {
         let delivery = Delivery(protocol: self, client: client)
-        if task is URLSessionDownloadTask {
-            return delivery.fail(CachingError.downloadTaskUnsupported)
+        delivery.inline {
+            if task is URLSessionDownloadTask {
+                return delivery.fail(CachingError.downloadTaskUnsupported)
+            }
+            let session = task.flatMap(TaskIntrospection.session(of:))
+            guard let binding = BindingRegistry.binding(for: type(of: self), session: session) else {
+                return delivery.fail(CachingError.installationReleased)
+            }
+            let exchange = Exchange(request: request, task: task, session: session, binding: binding, delivery: delivery)
+            self.exchange = exchange
+            exchange.begin()
         }
-        guard let binding = BindingRegistry.binding(for: type(of: self)) else {
-            return delivery.fail(CachingError.installationReleased)
-        }
-        let exchange = Exchange(request: request, task: task, binding: binding, delivery: delivery)
-        self.exchange = exchange
-        exchange.begin()
     }
 
     /// Stops answering: nothing reaches the client any more.
@@ -83,7 +86,9 @@ public enum CachingError: Error, LocalizedError, Equatable, Sendable {
     /// A redirect or a retry with credentials needed the store's partition secret, and the
     /// store could not give it.
     case storeUnavailableForCredentials
-    /// The installation this protocol class belonged to was released with its sessions.
+    /// The installation this protocol class belonged to was released with its sessions, or
+    /// the session's configuration no longer carries it (its `urlCache` was replaced after
+    /// `enableHTTPCaching`).
     case installationReleased
 
     /// What went wrong, in a sentence.

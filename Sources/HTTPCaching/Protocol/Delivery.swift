@@ -3,135 +3,152 @@ import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The one path from a loading protocol to its client, closed for good by the first finish,
 /// failure or stop.
 ///
-/// Every client call runs on the task's work queue, as Foundation's own HTTP protocol makes
-/// them: `_ProtocolClient` looks the task up in its session's registry with no lock, and that
-/// registry only changes on the session's work queue, which the task's queue targets. A call
-/// from any other thread races with other tasks starting and ending, and can crash. Calls are
-/// queued in the order they are made; the path closes at the first finish, failure or stop,
-/// and a queued call whose task has completed by the time it runs is dropped.
+/// Every client call is made on the task's work queue, as Foundation's own HTTP class makes
+/// them, and only while the task is still running:
+/// - the client reads the session's task registry (`URLSession.behaviour(for:)`), which only
+///   that queue may touch: read from another thread while the session adds or removes another
+///   task, it misses the entry and traps ("Trying to access a behaviour for a task that in not
+///   in the registry");
+/// - a task can end without `stopLoading` having reached this object yet (`cancel()` and
+///   `suspend()` change the task's state at once, on that queue, and run `stopLoading` later),
+///   and a client call for an ended task traps too. On the work queue the state read is the
+///   state: cancel, suspend and stop all run there.
+///
+/// Calls made while `startLoading` is running on that queue (a hit from memory) go out at once;
+/// any other call waits for the queue, after those waiting before it, so the client sees them
+/// in order; one block runs every call waiting when it gets the queue.
+///
+/// Body chunks for a delegate-based task (`streamToDelegate`) do not wait for the queue: that
+/// queue is shared by every session in the process, the forwarded transfer's own reads run
+/// there too, and a fast one keeps it so busy that chunks waiting for it pile up (a 100 MB
+/// loopback transfer held 110 MB). They are handed to the delegate's queue directly, as the
+/// client would hand them (`didReceive(data)`, nothing else), after the response and before
+/// the end, which still go through the client.
+///
+/// When the work queue cannot be read (`TaskIntrospection.workQueue`), every call goes out on
+/// the caller's thread under the lock.
 final class Delivery: Sendable {
     private struct Target: @unchecked Sendable {
         let urlProtocol: URLProtocol
         let client: any URLProtocolClient
         let task: URLSessionTask?
-        var responded = false
     }
 
-    private let target: Mutex<Target?>
-    /// The task's work queue; nil when it cannot be read (calls are then made in place).
-    private let queue: UncheckedBox<DispatchQueue?>
-    /// The thread running `startLoading`, which is on the work queue already, while it is.
-    private let inlineThread = Mutex<pthread_t?>(nil)
-    /// Body bytes waiting for the client, and whether a call to hand them over is queued.
-    /// Chunks that arrive while that call waits for the queue join it: one `didLoad` per turn
-    /// of the queue, however fast the network, so the queue keeps up and nothing piles up in it.
-    private let waiting = Mutex<(data: Data, queued: Bool)>((Data(), false))
-    /// For a task whose session's delegate takes the body chunk by chunk: where to hand chunks
-    /// directly, once the response has gone out (see `load`).
-    private let direct = Mutex<(target: DirectTarget?, ready: Bool)>((nil, false))
-
-    private struct DirectTarget: @unchecked Sendable {
+    /// Where a delegate-based task's chunks go.
+    private struct Stream: @unchecked Sendable {
         let session: URLSession
         let task: URLSessionDataTask
-        let delegate: any URLSessionDataDelegate
     }
+
+    private struct State: @unchecked Sendable {
+        var target: Target?
+        /// The thread running `startLoading`, while it runs: calls from it go out at once.
+        var inlineThread: pthread_t?
+        /// Calls waiting for the work queue, in order.
+        var waiting: [Call] = []
+        /// Whether a block to run them is on the work queue.
+        var scheduled = false
+        var stream: Stream?
+        /// Whether the response has reached the client (chunks may follow it directly).
+        var responded = false
+        /// Chunks that arrived before that, handed over right after it.
+        var early: [Data] = []
+    }
+
+    private typealias Call = (closing: Bool, call: @Sendable (Target) -> Void)
+
+    private let state: Mutex<State>
+    private let queue: UncheckedBox<DispatchQueue?>
+    /// The work queue of the forwarded transfer whose answer is being delivered, if any.
+    private let followed = Mutex<UncheckedBox<DispatchQueue?>>(UncheckedBox(nil))
 
     init(protocol urlProtocol: URLProtocol, client: (any URLProtocolClient)?) {
         let task = urlProtocol.task
-        target = Mutex(client.map { Target(urlProtocol: urlProtocol, client: $0, task: task) })
+        state = Mutex(State(target: client.map { Target(urlProtocol: urlProtocol, client: $0, task: task) }))
         queue = UncheckedBox(task.flatMap(TaskIntrospection.workQueue(of:)))
     }
 
-    /// Runs `body` with calls made in place: for the part of `startLoading` that runs on the
-    /// task's work queue already.
+    /// Runs `body` (`startLoading`'s work) with calls from this thread going out at once: the
+    /// thread is on the task's work queue.
     func inline(_ body: () -> Void) {
-        inlineThread.withLock { $0 = pthread_self() }
+        state.withLock { $0.inlineThread = pthread_self() }
         body()
-        inlineThread.withLock { $0 = nil }
+        state.withLock { $0.inlineThread = nil }
     }
 
-    /// Whether the client can still be called.
-    var isOpen: Bool { target.withLock { $0 != nil } }
+    /// Hands body chunks straight to the session's data delegate (`TaskIntrospection.delivery`
+    /// said the task is delegate-based). Needs the work queue, for ordering with the response.
+    func streamToDelegate(session: URLSession) {
+        guard queue.value != nil else { return }
+        state.withLock { state in
+            guard let task = state.target?.task as? URLSessionDataTask else { return }
+            state.stream = Stream(session: session, task: task)
+        }
+    }
 
-    /// Whether the response head has gone out.
-    var hasResponded: Bool { target.withLock { $0?.responded ?? true } }
+    /// Runs later client calls on `queue`, the work queue of the forwarded task whose answer
+    /// they carry, instead of the caller's task's.
+    ///
+    /// Every session's work queue runs on one process-wide serial queue, so a block on either
+    /// excludes the caller's session's registry changes and its task's cancel and stop alike.
+    /// But a fast transfer keeps that queue busy with its own reads, and blocks waiting on
+    /// another session's queue meanwhile wait for all of it (the response of a 100 MB loopback
+    /// transfer arrived after its last byte, every chunk held until then); on the transfer's
+    /// own queue they take turns with its reads. One block runs the waiting calls at a time,
+    /// in order, whichever queue it is on.
+    func follow(_ queue: DispatchQueue?) {
+        guard self.queue.value != nil, let queue else { return }
+        followed.withLock { $0 = UncheckedBox(queue) }
+    }
 
     /// Sends the response head.
     func respond(_ response: URLResponse) {
-        send(closing: false, responding: true) { [self] target in
-            target.client.urlProtocol(target.urlProtocol, didReceive: response, cacheStoragePolicy: .notAllowed)
-            direct.withLock { $0.ready = true } // the response is queued for the delegate: chunks may follow it directly
+        let box = UncheckedBox(response)
+        send(closing: false) { [self] target in
+            target.client.urlProtocol(target.urlProtocol, didReceive: box.value, cacheStoragePolicy: .notAllowed)
+            handOverEarlyChunks()
         }
     }
 
-    /// Lets body chunks go straight to the session's delegate queue, for a task registered to
-    /// call its session's data delegate (`TaskIntrospection.Delivery.delegate`).
-    ///
-    /// For such a task, Foundation's `urlProtocol(_:didLoad:)` does nothing but queue the
-    /// delegate's `didReceive(data)` on the session's delegate queue; doing that here spares
-    /// every chunk a turn of the shared URLSession queue, which a fast transfer keeps busy (the
-    /// chunks would pile up behind it). The response and the end still go through the client,
-    /// and order is kept: chunks go direct only once the response's call has run and no chunk
-    /// is waiting for the queue.
-    func deliverChunksDirectly(session: URLSession, task: URLSessionDataTask) {
-        guard let delegate = session.delegate as? URLSessionDataDelegate else { return }
-        direct.withLock { $0.target = DirectTarget(session: session, task: task, delegate: delegate) }
-    }
-
-    /// Sends body bytes: at once on the caller's queue; straight to the delegate queue when
-    /// that is allowed; else joined to the bytes already waiting for the task's queue.
+    /// Sends body bytes.
     func load(_ data: Data) {
         guard !data.isEmpty else { return }
-        if isInline || queue.value == nil {
-            return send(closing: false) { $0.client.urlProtocol($0.urlProtocol, didLoad: data) }
-        }
-        guard isOpen else { return }
-        let first = waiting.withLock { waiting -> Bool? in
-            if !waiting.queued, let target = direct.withLock({ $0.ready ? $0.target : nil }) {
-                // Queued on the delegate queue while holding the lock, so no chunk overtakes another.
-                let box = UncheckedBox(target)
-                target.session.delegateQueue.addOperation {
-                    box.value.delegate.urlSession(box.value.session, dataTask: box.value.task, didReceive: data)
-                }
-                return nil
+        let direct = state.withLock { state -> Bool in
+            guard let stream = state.stream else { return false }
+            guard let target = state.target, target.task?.state == .running else { return true }
+            if state.responded {
+                Self.hand(data, to: stream)
+            } else {
+                state.early.append(data)
             }
-            waiting.data.append(data)
-            defer { waiting.queued = true }
-            return !waiting.queued
+            return true
         }
-        guard first == true else { return }
-        send(closing: false) { [self] target in
-            // Hand over what waits, again and again until nothing does; only then may later
-            // chunks go direct (resetting `queued` earlier would let one overtake these).
-            while true {
-                let chunk = waiting.withLock { waiting -> Data? in
-                    if waiting.data.isEmpty {
-                        waiting.queued = false
-                        return nil
-                    }
-                    defer { waiting.data = Data() }
-                    return waiting.data
-                }
-                guard let chunk else { return }
-                target.client.urlProtocol(target.urlProtocol, didLoad: chunk)
-            }
+        if direct { return }
+        send(closing: false) { target in
+            target.client.urlProtocol(target.urlProtocol, didLoad: data)
         }
     }
 
     /// Ends the response, and the path.
     func finish() {
-        send(closing: true) { $0.client.urlProtocolDidFinishLoading($0.urlProtocol) }
+        send(closing: true) { target in
+            target.client.urlProtocolDidFinishLoading(target.urlProtocol)
+        }
     }
 
     /// A whole response in one go: head, the body in one call (several `didLoad` calls lose
     /// data for completion-handler callers on Linux), finish.
     func deliver(_ response: URLResponse, body: Data) {
-        send(closing: true, responding: true) { target in
-            target.client.urlProtocol(target.urlProtocol, didReceive: response, cacheStoragePolicy: .notAllowed)
+        let box = UncheckedBox(response)
+        send(closing: true) { target in
+            target.client.urlProtocol(target.urlProtocol, didReceive: box.value, cacheStoragePolicy: .notAllowed)
             if !body.isEmpty { target.client.urlProtocol(target.urlProtocol, didLoad: body) }
             target.client.urlProtocolDidFinishLoading(target.urlProtocol)
         }
@@ -139,33 +156,98 @@ final class Delivery: Sendable {
 
     /// Fails the task, and closes the path.
     func fail(_ error: any Error) {
-        send(closing: true) { $0.client.urlProtocol($0.urlProtocol, didFailWithError: error) }
-    }
-
-    /// Closes the path: nothing more reaches the client.
-    func stop() {
-        target.withLock { $0 = nil }
-    }
-
-    /// Whether this thread is the one running `startLoading`, on the task's queue already.
-    private var isInline: Bool {
-        inlineThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-    }
-
-    private func send(closing: Bool, responding: Bool = false, _ call: @escaping @Sendable (Target) -> Void) {
-        let inline = isInline
-        target.withLock { target in
-            guard let current = target else { return }
-            if responding { target?.responded = true }
-            if closing { target = nil }
-            // Queued under the lock, so calls reach the queue in the order they were made.
-            guard let queue = queue.value, !inline else { return Self.perform(call, current) }
-            queue.async { Self.perform(call, current) }
+        let box = UncheckedBox(error)
+        send(closing: true) { target in
+            target.client.urlProtocol(target.urlProtocol, didFailWithError: box.value)
         }
     }
 
-    private static func perform(_ call: (Target) -> Void, _ target: Target) {
-        if let task = target.task, task.state == .completed { return }
+    /// Closes the path: nothing reaches the client any more. Called by `stopLoading`, on the
+    /// task's work queue.
+    func stop() {
+        state.withLock { state in
+            state.target = nil
+            state.early = []
+        }
+    }
+
+    /// On the work queue, right after the response reached the client: the chunks that came
+    /// before it, then every later one goes straight to the delegate.
+    private func handOverEarlyChunks() {
+        guard queue.value != nil else { return } // no stream without the work queue
+        state.withLock { state in
+            guard let stream = state.stream else { return }
+            state.responded = true
+            for chunk in state.early { Self.hand(chunk, to: stream) }
+            state.early = []
+        }
+    }
+
+    /// What the client does with a chunk for a delegate-based task: the delegate's
+    /// `didReceive(data)` on the session's delegate queue. Called under the lock, with the
+    /// task running: `stopLoading` (and so Foundation's own end of the task) waits for it.
+    private static func hand(_ data: Data, to stream: Stream) {
+        guard let delegate = stream.session.delegate as? URLSessionDataDelegate else { return }
+        let box = UncheckedBox((stream.session, stream.task, delegate))
+        stream.session.delegateQueue.addOperation {
+            box.value.2.urlSession(box.value.0, dataTask: box.value.1, didReceive: data)
+        }
+    }
+
+    /// Makes a client call on the work queue (at once when already there and nothing waits),
+    /// if the path is open and the task running; `closing` closes the path with it.
+    private func send(closing: Bool, _ call: @escaping @Sendable (Target) -> Void) {
+        guard let queue = queue.value else {
+            // No work queue: under the lock, from this thread.
+            return state.withLock { state in
+                guard let target = Self.live(&state, closing: closing) else { return }
+                call(target)
+            }
+        }
+        enum Route { case now, waits, schedule }
+        let route = state.withLock { state -> Route in
+            guard state.target != nil else { return .waits }
+            if !state.scheduled, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0 { return .now }
+            state.waiting.append((closing, call))
+            if state.scheduled { return .waits }
+            state.scheduled = true
+            return .schedule
+        }
+        switch route {
+        case .now: run(closing: closing, call)
+        case .waits: break
+        case .schedule: (followed.withLock { $0.value } ?? queue).async { self.runWaiting() }
+        }
+    }
+
+    /// On the work queue: every waiting call, in order, and those that arrive meanwhile.
+    private func runWaiting() {
+        while true {
+            let calls = state.withLock { state -> [Call] in
+                if state.waiting.isEmpty { state.scheduled = false }
+                defer { state.waiting.removeAll() }
+                return state.waiting
+            }
+            if calls.isEmpty { return }
+            for (closing, call) in calls { run(closing: closing, call) }
+        }
+    }
+
+    /// On the work queue: the call, if the path is still open and the task running.
+    private func run(closing: Bool, _ call: (Target) -> Void) {
+        guard let target = state.withLock({ Self.live(&$0, closing: closing) }) else { return }
         call(target)
+    }
+
+    /// The target, if its task is still running (closing the path if `closing`); else closes
+    /// the path and answers nil.
+    private static func live(_ state: inout State, closing: Bool) -> Target? {
+        guard let current = state.target else { return nil }
+        let running = current.task.map { $0.state == .running } ?? true
+        if closing || !running {
+            state.target = nil
+            state.early = []
+        }
+        return running ? current : nil
     }
 }

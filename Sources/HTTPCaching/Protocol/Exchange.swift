@@ -32,10 +32,21 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         case fromDelegate
     }
 
-    /// The caller's task and session, for delegate calls.
+    /// The caller's task, its session, the delegate Foundation would ask about it
+    /// (redirects, challenges, body streams) and the one it reports upload progress to.
     struct Outer: @unchecked Sendable {
         let task: URLSessionTask
         let session: URLSession?
+        let delegate: URLSessionTaskDelegate?
+        let progressDelegate: URLSessionTaskDelegate?
+
+        /// Read on the task's work queue (in `startLoading`), where the registry is consistent.
+        init(task: URLSessionTask, session: URLSession?) {
+            self.task = task
+            self.session = session
+            delegate = TaskIntrospection.delegate(of: task, session: session)
+            progressDelegate = TaskIntrospection.progressDelegate(of: task, session: session)
+        }
     }
 
     let binding: ProtocolBinding
@@ -91,21 +102,15 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// An exchange answering a caller. Made on Foundation's shared queue, in `startLoading`;
     /// `begin()` starts it.
-    convenience init(request: URLRequest, task: URLSessionTask?, binding: ProtocolBinding, delivery: Delivery) {
-        var session: URLSession?
+    convenience init(request: URLRequest, task: URLSessionTask?, session: URLSession?, binding: ProtocolBinding, delivery: Delivery) {
         var streaming = false
-        if let task {
-            session = TaskIntrospection.session(of: task)
-            if let session { streaming = TaskIntrospection.delivery(of: task, session: session) == .delegate }
-        }
+        if let task, let session { streaming = TaskIntrospection.delivery(of: task, session: session) == .delegate }
+        if streaming, let session { delivery.streamToDelegate(session: session) }
         let headers = binding.keys.headers(request)
         let hop = Hop(request: request, headers: headers, key: CacheKey(url: request.url ?? URL(fileURLWithPath: "/")),
                       credentialed: binding.keys.isCredentialed(headers), body: .none)
         self.init(binding: binding, hop: hop, role: .foreground(streaming: streaming), delivery: delivery,
                   outer: task.map { Outer(task: $0, session: session) })
-        if streaming, let session, let dataTask = task as? URLSessionDataTask {
-            delivery.deliverChunksDirectly(session: session, task: dataTask)
-        }
     }
 
     /// Derives the key, looks the entry up and starts the transaction. A hit from a store
@@ -221,7 +226,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64) {
-        guard let outer, let session = outer.session, let delegate = outer.task.delegate,
+        guard let outer, let session = outer.session, let delegate = outer.progressDelegate,
               state.withLock({ $0.forwardID == task }) else { return }
         let box = UncheckedBox((session, delegate, outer.task))
         session.delegateQueue.addOperation {
@@ -395,6 +400,8 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         // there waits on the queue the thread already holds, and traps.
         binding.control.async {
             let task = self.binding.forwarding.makeTask(sending.value.0, body: sending.value.1, observer: self)
+            // Its answer reaches the caller through blocks on the queue its own transfer runs on.
+            self.delivery?.follow(TaskIntrospection.workQueue(of: task))
             let go = self.state.withLock { state -> Bool in
                 guard !state.stopped || self.delivery == nil else { return false }
                 state.forwardID = task.taskIdentifier
@@ -407,7 +414,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// `uploadTask(withStreamedRequest:)`: the caller's delegate supplies the body stream.
     private func askDelegateForBody(then conditional: [String: String], hop: Hop) {
-        guard let outer, let session = outer.session, let delegate = outer.task.delegate else {
+        guard let outer, let session = outer.session, let delegate = outer.delegate else {
             var hop = hop
             hop.body = .none
             return send(conditional: conditional, hop: hop)
@@ -506,7 +513,15 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     // MARK: - Redirects
 
     private func askAboutRedirect(_ held: Held, next: URLRequest) {
-        guard let outer, let session = outer.session, let delegate = outer.task.delegate else { return follow(next, after: held) }
+        // As Foundation: the 21st redirect fails before the delegate is asked about it.
+        let tooMany = state.withLock { state -> Bool in
+            state.redirects += 1
+            return state.redirects > 20
+        }
+        if tooMany {
+            return delivery?.fail(URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "too many HTTP redirects"])) ?? ()
+        }
+        guard let outer, let session = outer.session, let delegate = outer.delegate else { return follow(next, after: held) }
         let box = UncheckedBox((session, delegate, outer.task, held.response))
         session.delegateQueue.addOperation {
             box.value.1.urlSession(box.value.0, task: box.value.2, willPerformHTTPRedirection: box.value.3, newRequest: next) { request in
@@ -516,20 +531,16 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     private func follow(_ request: URLRequest, after held: Held) {
-        let tooMany = state.withLock { state -> Bool in
-            state.redirects += 1
-            return state.redirects > 20
-        }
-        if tooMany {
-            return delivery?.fail(URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "too many HTTP redirects"])) ?? ()
-        }
         var next = request
         let previous = state.withLock { $0.hop }
         // 303, and 301/302 after a POST, change the method to GET and drop the body.
         let keepsBody = (next.httpMethod?.uppercased() ?? "GET") == (previous.request.httpMethod?.uppercased() ?? "GET")
             && [307, 308].contains(held.response.statusCode)
         if !keepsBody { next.httpBody = nil }
-        startHop(next, body: keepsBody ? previous.body : .none)
+        var body = keepsBody ? previous.body : .none
+        // A stream is spent: ask the caller's delegate for a new one (`needNewBodyStream`).
+        if case .stream = body { body = .fromDelegate }
+        startHop(next, body: body)
     }
 
     /// Starts the next request of the exchange (after a redirect, or with credentials): a
@@ -570,12 +581,12 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             return (state.challenges, state.lastCredential)
         }
         var proposed: URLCredential?
-        if let storage = binding.credentialStorage.value {
-            proposed = storage.credentials(for: space)?.sorted { $0.key < $1.key }.first?.value ?? storage.defaultCredential(for: space)
+        if let storage = credentialStorage {
+            proposed = Challenges.storedCredential(in: storage, for: space)
         }
         if let candidate = proposed, last?.credential == candidate { proposed = nil }
         let offered = proposed
-        guard let session = outer.session, let delegate = outer.task.delegate else {
+        guard let session = outer.session, let delegate = outer.delegate else {
             if let proposed { return retry(with: proposed, space: space, held: held) }
             return deliverHeld(held)
         }
@@ -600,6 +611,12 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         }
     }
 
+    /// The caller's credential storage: its session's, as Foundation uses it.
+    private var credentialStorage: URLCredentialStorage? {
+        if let session = outer?.session { return session.configuration.urlCredentialStorage }
+        return binding.credentialStorage.value
+    }
+
     /// Sends the request again with a credential (Basic, as Foundation does on Linux).
     private func retry(with credential: URLCredential, space: URLProtectionSpace, held: Held) {
         guard space.authenticationMethod == NSURLAuthenticationMethodHTTPBasic else { return deliverHeld(held) }
@@ -620,7 +637,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         guard let saved = state.withLock({ state -> (space: URLProtectionSpace, credential: URLCredential)? in
             defer { state.credentialToSave = nil }
             return state.credentialToSave
-        }), let storage = binding.credentialStorage.value, let task = outer?.task else { return }
+        }), let storage = credentialStorage, let task = outer?.task else { return }
         storage.set(saved.credential, for: saved.space, task: task)
     }
 }

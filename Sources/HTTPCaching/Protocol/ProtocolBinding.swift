@@ -104,13 +104,18 @@ enum SlotBit1<Rest: BindingSlot>: BindingSlot {}
 final class BoundCachingURLProtocol<Slot: BindingSlot>: CachingURLProtocol {}
 
 enum BindingRegistry {
-    private struct WeakBinding {
+    private struct Slot {
         weak var binding: ProtocolBinding?
+        let number: Int
+        let permanent: Bool
     }
 
     private struct State {
         var next = 0
-        var bindings: [ObjectIdentifier: WeakBinding] = [:]
+        /// Slot numbers whose installation is gone, to reuse: the number of classes (whose
+        /// metadata is never freed) stays the number of installations alive at once.
+        var free: [Int] = []
+        var slots: [ObjectIdentifier: Slot] = [:]
         /// Bindings made by `protocolClass(for:)`, which live as long as the process.
         var permanent: [ProtocolBinding] = []
     }
@@ -121,13 +126,20 @@ enum BindingRegistry {
     /// in `protocolClasses` by hand): the shared cache, forwarding with `.default` settings.
     static let defaultBinding = ProtocolBinding(cache: .shared, forwarding: .default)
 
-    /// Makes a new protocol class bound to `binding`. A permanent binding lives as long as the
-    /// process; otherwise the caller keeps it alive (an installation's carrier does).
+    /// Makes a protocol class bound to `binding`: a new one, or one whose installation is
+    /// gone. A permanent binding lives as long as the process (and keeps its class); otherwise
+    /// the caller keeps it alive (an installation's carrier does) and calls `forget` when done.
     static func makeClass(for binding: ProtocolBinding, permanent: Bool) -> CachingURLProtocol.Type {
         state.withLock { state in
-            state.next += 1
-            let type = classForSlot(SlotRoot.self, bits: state.next)
-            state.bindings[ObjectIdentifier(type)] = WeakBinding(binding: binding)
+            let number: Int
+            if let reused = state.free.popLast() {
+                number = reused
+            } else {
+                state.next += 1
+                number = state.next
+            }
+            let type = classForSlot(SlotRoot.self, bits: number)
+            state.slots[ObjectIdentifier(type)] = Slot(binding: binding, number: number, permanent: permanent)
             if permanent { state.permanent.append(binding) }
             return type
         }
@@ -136,13 +148,41 @@ enum BindingRegistry {
     /// The binding of a protocol class; nil once an installation's binding is gone.
     static func binding(for type: AnyClass) -> ProtocolBinding? {
         if type == CachingURLProtocol.self { return defaultBinding }
-        return state.withLock { $0.bindings[ObjectIdentifier(type)]?.binding }
+        return state.withLock { $0.slots[ObjectIdentifier(type)]?.binding }
     }
 
-    /// Forgets a class whose binding is gone.
-    static func forget(_ type: AnyClass) {
-        _ = state.withLock { $0.bindings.removeValue(forKey: ObjectIdentifier(type)) }
+    /// The binding that serves `task`, which a protocol of class `type` was made for (on the
+    /// task's work queue, with the task's session if it can be read).
+    ///
+    /// An installation's class is reused once its installation is gone, so it serves only a
+    /// session that carries its current binding in its configuration's `urlCache`; one that
+    /// does not (its `urlCache` was replaced) gets nil rather than another installation's
+    /// cache. When the session cannot be read, the registry answers.
+    static func binding(for type: AnyClass, session: URLSession?) -> ProtocolBinding? {
+        if type == CachingURLProtocol.self { return defaultBinding }
+        if let session, !isPermanent(type) {
+            guard let carrier = session.configuration.urlCache as? InstallationCarrier, carrier.protocolClass == type else {
+                return nil
+            }
+            return carrier.binding
+        }
+        return binding(for: type)
     }
+
+    private static func isPermanent(_ type: AnyClass) -> Bool {
+        state.withLock { $0.slots[ObjectIdentifier(type)]?.permanent ?? false }
+    }
+
+    /// Forgets a class whose installation is gone, and frees its slot for the next one.
+    static func forget(_ type: AnyClass) {
+        state.withLock { state in
+            guard let slot = state.slots.removeValue(forKey: ObjectIdentifier(type)), !slot.permanent else { return }
+            state.free.append(slot.number)
+        }
+    }
+
+    /// How many protocol classes have been made so far (for tests).
+    static var classCount: Int { state.withLock { $0.next } }
 
     private static func classForSlot<S: BindingSlot>(_ slot: S.Type, bits: Int) -> CachingURLProtocol.Type {
         if bits == 0 { return BoundCachingURLProtocol<S>.self }

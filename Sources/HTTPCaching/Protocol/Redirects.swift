@@ -48,6 +48,29 @@ enum Challenges {
         let realm: String?
     }
 
+    /// The credential a storage holds for a protection space, chosen as Foundation chooses
+    /// (the first user name in order, else the default credential), with spaces compared by
+    /// value: on Linux `URLProtectionSpace` compares by identity, so a credential stored for a
+    /// space the caller built would otherwise never be found.
+    static func storedCredential(in storage: URLCredentialStorage, for space: URLProtectionSpace) -> URLCredential? {
+        if let credentials = storage.credentials(for: space), let user = credentials.keys.sorted().first {
+            return credentials[user]
+        }
+        if let credential = storage.defaultCredential(for: space) { return credential }
+        var found: [String: URLCredential] = [:]
+        for (stored, credentials) in storage.allCredentials where sameSpace(stored, space) {
+            found.merge(credentials) { first, _ in first }
+        }
+        return found.keys.sorted().first.flatMap { found[$0] }
+    }
+
+    /// Whether two protection spaces name the same host, port, scheme, realm and method.
+    static func sameSpace(_ a: URLProtectionSpace, _ b: URLProtectionSpace) -> Bool {
+        a.host.lowercased() == b.host.lowercased() && a.port == b.port
+            && a.protocol?.lowercased() == b.protocol?.lowercased() && a.realm == b.realm
+            && a.authenticationMethod == b.authenticationMethod && a.isProxy() == b.isProxy()
+    }
+
     /// The first challenge in a `WWW-Authenticate` value; nil if there is none.
     static func parse(_ value: String?) -> Challenge? {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }

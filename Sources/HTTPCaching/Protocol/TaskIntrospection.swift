@@ -18,12 +18,11 @@ enum TaskIntrospection {
         return unwrap(value) as? URLSession
     }
 
-    /// The task's work queue: the queue (targeting its session's) on which Foundation's own
-    /// protocols call their client. `_ProtocolClient` reads the session's task registry with
-    /// no lock of its own, so a client call made anywhere else races with the registry's
-    /// changes and can crash the process.
+    /// The serial queue the task's work runs on (`startLoading`, `stopLoading`, `cancel()`,
+    /// `suspend()`, and Foundation's own HTTP class's client calls); the session's task
+    /// registry may only be read there.
     static func workQueue(of task: URLSessionTask) -> DispatchQueue? {
-        storedValue(named: "workQueue", in: task) as? DispatchQueue
+        storedValue(named: "workQueue", in: task).flatMap(unwrap) as? DispatchQueue
     }
 
     /// How a task receives its body, by the behaviour its session registered for it.
@@ -40,21 +39,58 @@ enum TaskIntrospection {
     /// How `task` receives its body; nil if it cannot be read. Call it on the task's work
     /// queue (`startLoading` runs there): the registry is only consistent there.
     static func delivery(of task: URLSessionTask, session: URLSession) -> Delivery? {
+        guard let behaviour = behaviour(of: task, session: session) else { return nil }
+        switch behaviour.name {
+        case "callDelegate":
+            return session.delegate is URLSessionDataDelegate ? .delegate : .whole
+        case "dataCompletionHandler", "dataCompletionHandlerWithTaskDelegate":
+            return .whole
+        default:
+            return nil
+        }
+    }
+
+    /// The delegate Foundation would ask about `task`'s redirects, challenges and body
+    /// stream: the one given to `data(for:delegate:)` (kept only in the session's registry,
+    /// where `task.delegate` does not look), else `task.delegate`. Call it on the task's work
+    /// queue.
+    static func delegate(of task: URLSessionTask, session: URLSession?) -> URLSessionTaskDelegate? {
+        if let session, let behaviour = behaviour(of: task, session: session), let delegate = givenDelegate(behaviour) {
+            return delegate
+        }
+        return task.delegate
+    }
+
+    /// The delegate Foundation reports a task's upload progress to: the session's delegate for
+    /// a task without a completion handler, the one given to `data(for:delegate:)` or
+    /// `upload(for:from:delegate:)`, none for a completion-handler task. When the registry
+    /// cannot be read, `task.delegate`. Call it on the task's work queue.
+    static func progressDelegate(of task: URLSessionTask, session: URLSession?) -> URLSessionTaskDelegate? {
+        guard let session, let behaviour = behaviour(of: task, session: session) else { return task.delegate }
+        switch behaviour.name {
+        case "callDelegate": return session.delegate as? URLSessionTaskDelegate
+        case "dataCompletionHandlerWithTaskDelegate": return givenDelegate(behaviour)
+        default: return nil
+        }
+    }
+
+    /// The delegate a `...WithTaskDelegate` behaviour carries, if any.
+    private static func givenDelegate(_ behaviour: (name: String, payload: Any?)) -> URLSessionTaskDelegate? {
+        guard behaviour.name == "dataCompletionHandlerWithTaskDelegate", let payload = behaviour.payload else { return nil }
+        let parts = Mirror(reflecting: payload).children.map(\.value)
+        guard parts.count == 2 else { return nil }
+        return unwrap(parts[1]) as? URLSessionTaskDelegate
+    }
+
+    /// The name of the behaviour the session registered for a task, and its payload.
+    private static func behaviour(of task: URLSessionTask, session: URLSession) -> (name: String, payload: Any?)? {
         guard let registry = storedValue(named: "taskRegistry", in: session),
               let behaviours = storedValue(named: "behaviours", in: registry as AnyObject) else { return nil }
         for child in Mirror(reflecting: behaviours).children {
             let pair = Mirror(reflecting: child.value).children.map(\.value)
             guard pair.count == 2, let identifier = pair[0] as? Int, identifier == task.taskIdentifier else { continue }
-            let behaviour = pair[1]
-            let name = Mirror(reflecting: behaviour).children.first?.label ?? String(describing: behaviour)
-            switch name {
-            case "callDelegate":
-                return session.delegate is URLSessionDataDelegate ? .delegate : .whole
-            case "dataCompletionHandler", "dataCompletionHandlerWithTaskDelegate":
-                return .whole
-            default:
-                return nil
-            }
+            let behaviour = Mirror(reflecting: pair[1]).children.first
+            return (behaviour?.label ?? String(describing: pair[1]), behaviour?.value)
         }
         return nil
     }

@@ -1,0 +1,283 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import Testing
+@testable import HTTPCaching
+import LoopbackOrigin
+
+/// Cancellation raced against deliveries: a task may end (cancelled, its session invalidated,
+/// its Swift task cancelled) at any moment while the cache answers it from the store or from
+/// the network. On Linux a client call for a task that has ended, or one made while the
+/// session changes its task registry, traps; the cache must never make one.
+@Suite("Cancellation races against deliveries")
+struct CancellationStressTests {
+    /// Counts how every task ended.
+    final class Tally: @unchecked Sendable {
+        private let lock = NSLock()
+        private(set) var started = 0
+        private(set) var ended = 0
+        private(set) var doubleEnds = 0
+        private(set) var lateCalls = 0
+        private(set) var cancelled = 0
+        private(set) var answered = 0
+        private(set) var wrongBodies = 0
+        private var endedIDs = Set<Int>()
+        private let allEnded = Watched(0)
+
+        func start() -> Int {
+            lock.withLock {
+                started += 1
+                return started
+            }
+        }
+
+        func end(_ id: Int, error: (any Error)?, body: Data?, expected: Data?) {
+            let total: Int = lock.withLock {
+                if !endedIDs.insert(id).inserted {
+                    doubleEnds += 1
+                    return ended
+                }
+                ended += 1
+                if let error {
+                    if (error as NSError).code == NSURLErrorCancelled { cancelled += 1 }
+                } else {
+                    answered += 1
+                    if let expected, body != expected { wrongBodies += 1 }
+                }
+                return ended
+            }
+            allEnded.update { $0 = total }
+        }
+
+        func late() { lock.withLock { lateCalls += 1 } }
+
+        func waitForAll(_ count: Int, timeout: TimeInterval) async -> Bool {
+            await allEnded.wait(timeout: timeout) { $0 >= count }
+        }
+    }
+
+    /// A session delegate that reports each task's end once and counts any call after it.
+    final class RacingDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        let tally: Tally
+        private let lock = NSLock()
+        private var ids: [Int: (id: Int, expected: Data?)] = [:]
+        private var bodies: [Int: Data] = [:]
+        private var done = Set<Int>()
+
+        init(tally: Tally) { self.tally = tally }
+
+        func track(_ task: URLSessionTask, id: Int, expected: Data?) {
+            lock.withLock { ids[task.taskIdentifier] = (id, expected) }
+        }
+
+        private func isDone(_ task: URLSessionTask) -> Bool {
+            lock.withLock { done.contains(task.taskIdentifier) }
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+            if isDone(dataTask) { tally.late() }
+            completionHandler(.allow)
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            if isDone(dataTask) { tally.late() }
+            lock.withLock { bodies[dataTask.taskIdentifier, default: Data()].append(data) }
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+            let (tracked, body) = lock.withLock { () -> ((id: Int, expected: Data?)?, Data?) in
+                done.insert(task.taskIdentifier)
+                return (ids[task.taskIdentifier], bodies.removeValue(forKey: task.taskIdentifier))
+            }
+            guard let tracked else { return }
+            tally.end(tracked.id, error: error, body: body ?? Data(), expected: tracked.expected)
+        }
+    }
+
+    enum Ending: CaseIterable {
+        case none, cancelAtOnce, cancelSoon, cancelFromDelegateQueue
+    }
+
+    @Test("thousands of tasks — hits and misses, delegates, completion handlers, data(for:) — cancelled, invalidated and abandoned at random: no crash, each ends once, none hangs",
+          .timeLimit(.minutes(1)), arguments: [false, true])
+    func raceCancellationAgainstDeliveries(memoryHits: Bool) async throws {
+        // Hits from memory are answered inside startLoading; from a store that needs I/O they
+        // are answered later, from the cache's I/O queue, like every network answer.
+        let h = try Harness(store: memoryHits ? MemoryResponseStore() : IOPathStore())
+        let paths = (0..<40).map { "/hit/\($0)" }
+        for path in paths {
+            h.origin.route(path, response: .init(headers: [("Cache-Control", "max-age=600")], text: "body of \(path)"))
+            _ = try await h.get(path)
+        }
+        // Network answers of several chunks: each is a client call of its own.
+        let filler = String(repeating: "x", count: 48_000)
+        h.origin.route("/miss") { request, _ in .init(headers: [("Cache-Control", "max-age=600")], text: "miss \(request.target)" + filler) }
+        h.origin.route("/bypass") { request, _ in .init(headers: [("Cache-Control", "no-store")], text: "bypass \(request.target)" + filler) }
+
+        let tally = Tally()
+        var generator = SystemRandomNumberGenerator()
+        var launched = 0
+        let deadline = Date().addingTimeInterval(2)
+        var round = 0
+        while Date() < deadline || round < 4 {
+            round += 1
+            let delegate = RacingDelegate(tally: tally)
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.enableHTTPCaching(h.cache)
+            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+            // data(for:) creates its task when its Swift task runs: on a session invalidated
+            // only once they are all done (creating a task on an invalidated one traps).
+            let asyncSession = URLSession(configuration: configuration)
+            var swiftTasks: [Task<Void, Never>] = []
+            for index in 0..<300 {
+                let id = tally.start()
+                launched += 1
+                let pick = Int.random(in: 0..<10, using: &generator)
+                let path: String
+                let expected: Data?
+                switch pick {
+                case 0..<6:
+                    path = paths.randomElement(using: &generator)!
+                    expected = Data("body of \(path)".utf8)
+                case 6..<8:
+                    path = "/miss?r=\(round)&i=\(index)"
+                    expected = Data(("miss \(path)" + filler).utf8)
+                default:
+                    path = "/bypass?r=\(round)&i=\(index)"
+                    expected = Data(("bypass \(path)" + filler).utf8)
+                }
+                let request = URLRequest(url: h.origin.url(path))
+                let ending = Ending.allCases.randomElement(using: &generator)!
+                switch index % 3 {
+                case 0: // delegate
+                    let task = session.dataTask(with: request)
+                    delegate.track(task, id: id, expected: expected)
+                    task.resume()
+                    end(task, ending, session: session)
+                case 1: // completion handler
+                    let task = session.dataTask(with: request) { data, _, error in
+                        tally.end(id, error: error, body: data, expected: expected)
+                    }
+                    task.resume()
+                    end(task, ending, session: session)
+                default: // async data(for:), its Swift task cancelled at random
+                    let cancelFirst = ending != .none
+                    let swiftTask = Task {
+                        // Cancelled as data(for:) starts: Foundation cancels the task it has
+                        // just resumed, racing the cache's answer. (A Swift task cancelled
+                        // while data(for:) awaits can deadlock Foundation 6.3.1 itself, with
+                        // or without a cache: LinuxFoundationFactsTests.)
+                        if cancelFirst { withUnsafeCurrentTask { $0?.cancel() } }
+                        do {
+                            let (data, _) = try await asyncSession.data(for: request)
+                            tally.end(id, error: nil, body: data, expected: expected)
+                        } catch {
+                            tally.end(id, error: error, body: nil, expected: expected)
+                        }
+                    }
+                    swiftTasks.append(swiftTask)
+                }
+            }
+            if round % 2 == 0 {
+                DispatchQueue.global().async { session.invalidateAndCancel() }
+            } else {
+                session.finishTasksAndInvalidate()
+            }
+            for task in swiftTasks { await task.value }
+            asyncSession.finishTasksAndInvalidate()
+        }
+        #expect(await tally.waitForAll(launched, timeout: 20), "every task ended: \(tally.ended) of \(launched)")
+        #expect(tally.doubleEnds == 0)
+        #expect(tally.lateCalls == 0, "no delegate call after a task ended")
+        #expect(tally.wrongBodies == 0, "an answer, when there is one, is whole and right")
+        #expect(tally.cancelled > 0 && tally.answered > 0, "both outcomes were exercised: \(tally.cancelled) cancelled, \(tally.answered) answered")
+        #expect(launched >= 480)
+    }
+
+    private func end(_ task: URLSessionTask, _ ending: Ending, session: URLSession) {
+        switch ending {
+        case .none: break
+        case .cancelAtOnce: task.cancel()
+        case .cancelSoon: DispatchQueue.global().async { task.cancel() }
+        case .cancelFromDelegateQueue: session.delegateQueue.addOperation { task.cancel() }
+        }
+    }
+}
+
+/// A protocol that starts and never answers: it keeps a task running while a test drives a
+/// caching protocol of its own for that task.
+final class SilentProtocol: URLProtocol {
+    override class func canInit(with request: URLRequest) -> Bool { true }
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+    override func startLoading() {}
+    override func stopLoading() {}
+}
+
+/// A client that records, for every call, whether it came while the task's session could not
+/// run its own work (registry changes, cancel, stop): a block sent to the task's work queue
+/// from inside the call must not run before the call returns.
+final class QueueCheckingClient: NSObject, URLProtocolClient, @unchecked Sendable {
+    let workQueue: DispatchQueue
+    let calls = Watched<[(name: String, excludesSession: Bool)]>([])
+
+    init(workQueue: DispatchQueue) { self.workQueue = workQueue }
+
+    private func record(_ name: String) {
+        let ran = DispatchSemaphore(value: 0)
+        workQueue.async { ran.signal() }
+        let excluded = ran.wait(timeout: .now() + 0.05) == .timedOut
+        calls.update { $0.append((name, excluded)) }
+    }
+
+    func urlProtocol(_ protocol: URLProtocol, wasRedirectedTo request: URLRequest, redirectResponse: URLResponse) { record("redirect") }
+    func urlProtocol(_ protocol: URLProtocol, cachedResponseIsValid cachedResponse: CachedURLResponse) { record("cachedResponseIsValid") }
+    func urlProtocol(_ protocol: URLProtocol, didReceive response: URLResponse, cacheStoragePolicy policy: URLCache.StoragePolicy) { record("response") }
+    func urlProtocol(_ protocol: URLProtocol, didLoad data: Data) { record("data") }
+    func urlProtocolDidFinishLoading(_ protocol: URLProtocol) { record("finish") }
+    func urlProtocol(_ protocol: URLProtocol, didFailWithError error: Error) { record("fail") }
+    func urlProtocol(_ protocol: URLProtocol, didReceive challenge: URLAuthenticationChallenge) { record("challenge") }
+    func urlProtocol(_ protocol: URLProtocol, didCancel challenge: URLAuthenticationChallenge) { record("cancelChallenge") }
+}
+
+@Suite("Client calls exclude the session's own work")
+struct WorkQueueDeliveryTests {
+    @Test("every client call — a network answer, a hit from a store that needs I/O, a failure — is made while the session's work waits (on its shared work queue)",
+          arguments: ["network", "hit", "failure"])
+    func clientCallsOnWorkQueue(kind: String) async throws {
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.route("/q", response: .init(headers: [("Cache-Control", "max-age=600")], body: LoopbackOrigin.filler(count: 200_000)))
+        let store = try IOPathStore()
+        let cache = HTTPCache(store: store)
+        let url = kind == "failure" ? URL(string: "http://127.0.0.1:1/refused")! : origin.url("/q")
+        if kind == "hit" {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.enableHTTPCaching(cache)
+            let filling = URLSession(configuration: configuration)
+            defer { filling.finishTasksAndInvalidate() }
+            _ = try await fetch(filling, url)
+        }
+        // A running task on a session whose own protocol stays silent.
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [SilentProtocol.self]
+        let session = URLSession(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        let task = session.dataTask(with: url)
+        task.resume()
+        let queue = try #require(TaskIntrospection.workQueue(of: task))
+        let client = QueueCheckingClient(workQueue: queue)
+        let protocolClass = try #require(CachingURLProtocol.protocolClass(for: cache) as? CachingURLProtocol.Type)
+        let caching = protocolClass.init(task: task, cachedResponse: nil, client: client)
+        let box = UncheckedBox(caching)
+        queue.async { box.value.startLoading() }
+        #expect(await client.calls.wait { $0.contains { ["finish", "fail"].contains($0.name) } })
+        let calls = client.calls.value
+        #expect(calls.count >= (kind == "failure" ? 1 : 3), "\(calls.map(\.name))")
+        let offQueue = calls.filter { !$0.excludesSession }.map(\.name)
+        #expect(offQueue.isEmpty, "client calls made while the session could change its registry: \(offQueue)")
+        queue.async { box.value.stopLoading() }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import HTTPCaching
+import LoopbackOrigin
+
+/// Upload tasks pass through the cache with their body, however it is given, report their
+/// progress to the caller's delegate, and invalidate what they change.
+@Suite("Uploads through the cache")
+struct UploadTests {
+    enum Source: String, CaseIterable, CustomTestStringConvertible {
+        case data, file, stream
+        var testDescription: String { rawValue }
+    }
+
+    static let payload = LoopbackOrigin.filler(count: 200_000)
+
+    /// Routes `/up` to echo what it got, and stores a GET of it first.
+    private func prepare(_ h: Harness) async throws {
+        h.origin.route("/up") { request, hit in
+            request.method == "GET" ? .init(headers: [("Cache-Control", "max-age=600")], text: "stored \(hit)")
+                : .init(text: "\(request.method) \(request.body.count) \(request.body == Self.payload)")
+        }
+        _ = try await h.get("/up")
+        #expect(h.cache.entryCount == 1)
+    }
+
+    /// A new upload task on `session` with its body given as `source` says.
+    private func task(_ source: Source, on session: URLSession, h: Harness, directory: URL) throws -> URLSessionUploadTask {
+        var request = URLRequest(url: h.origin.url("/up"))
+        request.httpMethod = "PUT"
+        switch source {
+        case .data:
+            return session.uploadTask(with: request, from: Self.payload)
+        case .file:
+            let file = directory.appendingPathComponent("body")
+            try Self.payload.write(to: file)
+            return session.uploadTask(with: request, fromFile: file)
+        case .stream:
+            return session.uploadTask(withStreamedRequest: request)
+        }
+    }
+
+    private func withDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("upload-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try await body(directory)
+    }
+
+    @Test("a delegate upload sends its whole body, reports progress up to its size, and invalidates the stored GET",
+          arguments: Source.allCases, [true, false])
+    func delegateUpload(source: Source, caching: Bool) async throws {
+        let h = try Harness()
+        try await prepare(h)
+        let probe = ProbeDelegate(bodyStream: { InputStream(data: Self.payload) })
+        let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+        defer { session.finishTasksAndInvalidate() }
+        try await withDirectory { directory in
+            try task(source, on: session, h: h, directory: directory).resume()
+            let done = try #require(await probe.finished())
+            #expect(done.error == nil)
+            #expect(String(decoding: done.data, as: UTF8.self) == "PUT \(Self.payload.count) true")
+            #expect(done.bodyStreamRequests == (source == .stream ? 1 : 0), "needNewBodyStream asked once for a streamed upload")
+            let sent = done.sent
+            #expect(!sent.isEmpty, "progress reported")
+            #expect(sent.last?.1 == Int64(Self.payload.count), "progress reaches the whole body")
+            #expect(sent.map(\.0).reduce(0, +) == Int64(Self.payload.count))
+            if source != .stream { #expect(sent.last?.2 == Int64(Self.payload.count), "the expected size is known") }
+        }
+        if caching {
+            #expect(h.cache.entryCount == 0, "the PUT invalidated the stored GET")
+            #expect(h.recorder.count(.invalidated) == 1)
+            #expect(probe.value.response?.cacheStatus == .bypass)
+        }
+    }
+
+    @Test("a completion-handler upload gets the answer once; progress goes where Foundation sends it", arguments: Source.allCases.filter { $0 != .stream })
+    func completionHandlerUpload(source: Source) async throws {
+        let h = try Harness()
+        try await prepare(h)
+        var results: [Bool: (String, Int)] = [:]
+        for caching in [true, false] {
+            let probe = ProbeDelegate()
+            let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+            defer { session.finishTasksAndInvalidate() }
+            let text: String = try await withDirectory { directory in
+                var request = URLRequest(url: h.origin.url("/up"))
+                request.httpMethod = "PUT"
+                let outcome = Watched<String?>(nil)
+                let handler: @Sendable (Data?, URLResponse?, (any Error)?) -> Void = { data, _, error in
+                    outcome.update { $0 = error.map { "\($0)" } ?? String(decoding: data ?? Data(), as: UTF8.self) }
+                }
+                if source == .data {
+                    session.uploadTask(with: request, from: Self.payload, completionHandler: handler).resume()
+                } else {
+                    let file = directory.appendingPathComponent("body")
+                    try Self.payload.write(to: file)
+                    session.uploadTask(with: request, fromFile: file, completionHandler: handler).resume()
+                }
+                #expect(await outcome.wait { $0 != nil })
+                return outcome.value ?? ""
+            }
+            results[caching] = (text, probe.value.sent.count)
+        }
+        #expect(results[true]?.0 == "PUT \(Self.payload.count) true")
+        #expect(results[true]?.0 == results[false]?.0)
+        #expect((results[true]?.1 ?? -1 > 0) == (results[false]?.1 ?? -1 > 0), "progress reported with the cache exactly when without: \(results)")
+    }
+
+    @Test("upload(for:from:delegate:) and a task delegate: the body goes, progress reaches the task's delegate")
+    func asyncUpload() async throws {
+        let h = try Harness()
+        try await prepare(h)
+        let session = h.plainCachingSession()
+        defer { session.finishTasksAndInvalidate() }
+        var request = URLRequest(url: h.origin.url("/up"))
+        request.httpMethod = "POST"
+        let probe = ProbeDelegate()
+        let (data, response) = try await session.upload(for: request, from: Self.payload, delegate: probe)
+        #expect(String(decoding: data, as: UTF8.self) == "POST \(Self.payload.count) true")
+        #expect((response as? HTTPURLResponse)?.cacheStatus == .bypass)
+        #expect(probe.value.sent.last?.1 == Int64(Self.payload.count))
+    }
+}

@@ -93,7 +93,7 @@ struct CacheTransaction {
         var previous: CacheEntry?
     }
 
-    let context: Context
+    private(set) var context: Context
     private var state = State.idle
 
     init(_ context: Context) {
@@ -123,6 +123,12 @@ struct CacheTransaction {
     }
 
     // MARK: - Inputs
+
+    /// How the caller takes the body, learnt only when the answer is to come from the network
+    /// (finding out costs time a hit should not spend): in chunks as they arrive, or whole.
+    mutating func deliverInChunks(_ streaming: Bool) {
+        if case .foreground = context.role { context.role = .foreground(streaming: streaming) }
+    }
 
     /// The lookup is done: decide, and answer from the entry or go to the network.
     /// - Parameters:

@@ -38,14 +38,22 @@ struct RequestHeaders: Sendable {
 public struct CredentialPartitioning: Sendable, Hashable {
     /// Fields that partition wherever they come from, compared case-insensitively. The
     /// default is `standardHeaders`.
-    public var headers: Set<String>
+    public var headers: Set<String> {
+        didSet { listed = Set(headers.map { $0.lowercased() }) }
+    }
     /// Whether every field the session adds (`httpAdditionalHeaders`) partitions too, except
     /// `harmlessSessionHeaders`: a session made for one user often carries that user's
     /// identity in a field no list can foresee. The default is true.
     public var includesSessionHeaders: Bool
     /// Session fields that never partition, because they say nothing about who asks. The
     /// default is `standardHarmlessSessionHeaders`.
-    public var harmlessSessionHeaders: Set<String>
+    public var harmlessSessionHeaders: Set<String> {
+        didSet { harmless = Set(harmlessSessionHeaders.map { $0.lowercased() }) }
+    }
+    /// `headers` and `harmlessSessionHeaders` lower-cased, kept beside them: they are looked
+    /// up on every request.
+    private var listed: Set<String>
+    private var harmless: Set<String>
 
     /// `Authorization`, `Proxy-Authorization`, `Cookie`, and the common API-key fields.
     public static let standardHeaders: Set<String> = [
@@ -65,6 +73,8 @@ public struct CredentialPartitioning: Sendable, Hashable {
         self.headers = headers
         self.includesSessionHeaders = includesSessionHeaders
         self.harmlessSessionHeaders = harmlessSessionHeaders
+        listed = Set(headers.map { $0.lowercased() })
+        harmless = Set(harmlessSessionHeaders.map { $0.lowercased() })
     }
 
     /// The standard partitioning.
@@ -73,9 +83,12 @@ public struct CredentialPartitioning: Sendable, Hashable {
     /// The fields of a request that partition it, lower-cased and sorted, plus the URL's
     /// userinfo; empty when nothing does.
     func inputs(_ headers: RequestHeaders) -> [(name: String, value: String)] {
-        let listed = Set(self.headers.map { $0.lowercased() })
-        let harmless = Set(harmlessSessionHeaders.map { $0.lowercased() })
         let own = headers.request.allHTTPHeaderFields ?? [:]
+        // The common case, on every request's path: nothing that could partition.
+        if own.isEmpty && headers.session.isEmpty
+            && !(headers.request.url?.absoluteString.utf8.contains(UInt8(ascii: "@")) ?? false) {
+            return []
+        }
         var found: [String: String] = [:]
         for (name, value) in own {
             let lower = name.lowercased()

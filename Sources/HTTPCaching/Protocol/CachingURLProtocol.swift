@@ -53,7 +53,7 @@ public class CachingURLProtocol: URLProtocol {
             if task is URLSessionDownloadTask {
                 return delivery.fail(CachingError.downloadTaskUnsupported)
             }
-            let session = task.flatMap(TaskIntrospection.session(of:))
+            let session = BindingRegistry.needsSessionCheck(type(of: self)) ? task.flatMap(TaskIntrospection.session(of:)) : nil
             guard let binding = BindingRegistry.binding(for: type(of: self), session: session) else {
                 return delivery.fail(CachingError.installationReleased)
             }

@@ -65,14 +65,28 @@ final class Delivery: Sendable {
     private typealias Call = (closing: Bool, call: @Sendable (Target) -> Void)
 
     private let state: Mutex<State>
-    private let queue: UncheckedBox<DispatchQueue?>
+    /// The task's work queue, read (by reflection) the first time a call cannot go out at once:
+    /// a hit answered inside `startLoading` never needs it.
+    private let resolvedQueue: Mutex<(resolved: Bool, queue: UncheckedBox<DispatchQueue?>)>
+    private let task: UncheckedBox<URLSessionTask?>
     /// The work queue of the forwarded transfer whose answer is being delivered, if any.
     private let followed = Mutex<UncheckedBox<DispatchQueue?>>(UncheckedBox(nil))
 
     init(protocol urlProtocol: URLProtocol, client: (any URLProtocolClient)?) {
         let task = urlProtocol.task
         state = Mutex(State(target: client.map { Target(urlProtocol: urlProtocol, client: $0, task: task) }))
-        queue = UncheckedBox(task.flatMap(TaskIntrospection.workQueue(of:)))
+        resolvedQueue = Mutex((false, UncheckedBox(nil)))
+        self.task = UncheckedBox(task)
+    }
+
+    /// The task's work queue; nil when it cannot be read.
+    private var workQueue: DispatchQueue? {
+        resolvedQueue.withLock { resolved in
+            if !resolved.resolved {
+                resolved = (true, UncheckedBox(task.value.flatMap(TaskIntrospection.workQueue(of:))))
+            }
+            return resolved.queue.value
+        }
     }
 
     /// Runs `body` (`startLoading`'s work) with calls from this thread going out at once: the
@@ -86,7 +100,7 @@ final class Delivery: Sendable {
     /// Hands body chunks straight to the session's data delegate (`TaskIntrospection.delivery`
     /// said the task is delegate-based). Needs the work queue, for ordering with the response.
     func streamToDelegate(session: URLSession) {
-        guard queue.value != nil else { return }
+        guard workQueue != nil else { return }
         state.withLock { state in
             guard let task = state.target?.task as? URLSessionDataTask else { return }
             state.stream = Stream(session: session, task: task)
@@ -104,7 +118,7 @@ final class Delivery: Sendable {
     /// own queue they take turns with its reads. One block runs the waiting calls at a time,
     /// in order, whichever queue it is on.
     func follow(_ queue: DispatchQueue?) {
-        guard self.queue.value != nil, let queue else { return }
+        guard workQueue != nil, let queue else { return }
         followed.withLock { $0 = UncheckedBox(queue) }
     }
 
@@ -174,7 +188,7 @@ final class Delivery: Sendable {
     /// On the work queue, right after the response reached the client: the chunks that came
     /// before it, then every later one goes straight to the delegate.
     private func handOverEarlyChunks() {
-        guard queue.value != nil else { return } // no stream without the work queue
+        guard workQueue != nil else { return } // no stream without the work queue
         state.withLock { state in
             guard let stream = state.stream else { return }
             state.responded = true
@@ -197,13 +211,6 @@ final class Delivery: Sendable {
     /// Makes a client call on the work queue (at once when already there and nothing waits),
     /// if the path is open and the task running; `closing` closes the path with it.
     private func send(closing: Bool, _ call: @escaping @Sendable (Target) -> Void) {
-        guard let queue = queue.value else {
-            // No work queue: under the lock, from this thread.
-            return state.withLock { state in
-                guard let target = Self.live(&state, closing: closing) else { return }
-                call(target)
-            }
-        }
         enum Route { case now, waits, schedule }
         let route = state.withLock { state -> Route in
             guard state.target != nil else { return .waits }
@@ -216,7 +223,11 @@ final class Delivery: Sendable {
         switch route {
         case .now: run(closing: closing, call)
         case .waits: break
-        case .schedule: (followed.withLock { $0.value } ?? queue).async { self.runWaiting() }
+        case .schedule:
+            guard let queue = followed.withLock({ $0.value }) ?? workQueue else {
+                return runWaiting() // no work queue to be had: from this thread, in order
+            }
+            queue.async { self.runWaiting() }
         }
     }
 

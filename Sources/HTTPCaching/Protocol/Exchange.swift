@@ -32,21 +32,43 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         case fromDelegate
     }
 
-    /// The caller's task, its session, the delegate Foundation would ask about it
+    /// The caller's task, and what only reflection on Foundation's internals tells about it:
+    /// its session, how it takes its body, the delegate Foundation would ask about it
     /// (redirects, challenges, body streams) and the one it reports upload progress to.
-    struct Outer: @unchecked Sendable {
+    ///
+    /// Read once, on the task's work queue (in `startLoading`), where the session's registry is
+    /// consistent, and only when the answer is to come from the network: a hit needs none of it
+    /// and reflection is most of what a request would cost.
+    final class Outer: @unchecked Sendable {
         let task: URLSessionTask
-        let session: URLSession?
-        let delegate: URLSessionTaskDelegate?
-        let progressDelegate: URLSessionTaskDelegate?
+        private let lock = NSLock()
+        private var loaded = false
+        private var _session: URLSession?
+        private var _delegate: URLSessionTaskDelegate?
+        private var _progressDelegate: URLSessionTaskDelegate?
+        private var _streaming = false
 
-        /// Read on the task's work queue (in `startLoading`), where the registry is consistent.
         init(task: URLSessionTask, session: URLSession?) {
             self.task = task
-            self.session = session
-            delegate = TaskIntrospection.delegate(of: task, session: session)
-            progressDelegate = TaskIntrospection.progressDelegate(of: task, session: session)
+            _session = session
         }
+
+        /// Reads what the task's session registered for it. Call it on the task's work queue.
+        func load() {
+            lock.withLock {
+                guard !loaded else { return }
+                loaded = true
+                if _session == nil { _session = TaskIntrospection.session(of: task) }
+                _delegate = TaskIntrospection.delegate(of: task, session: _session)
+                _progressDelegate = TaskIntrospection.progressDelegate(of: task, session: _session)
+                if let session = _session { _streaming = TaskIntrospection.delivery(of: task, session: session) == .delegate }
+            }
+        }
+
+        var session: URLSession? { lock.withLock { _session } }
+        var delegate: URLSessionTaskDelegate? { lock.withLock { _delegate } }
+        var progressDelegate: URLSessionTaskDelegate? { lock.withLock { _progressDelegate } }
+        var streaming: Bool { lock.withLock { _streaming } }
     }
 
     let binding: ProtocolBinding
@@ -103,14 +125,21 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     /// An exchange answering a caller. Made on Foundation's shared queue, in `startLoading`;
     /// `begin()` starts it.
     convenience init(request: URLRequest, task: URLSessionTask?, session: URLSession?, binding: ProtocolBinding, delivery: Delivery) {
-        var streaming = false
-        if let task, let session { streaming = TaskIntrospection.delivery(of: task, session: session) == .delegate }
-        if streaming, let session { delivery.streamToDelegate(session: session) }
         let headers = binding.keys.headers(request)
         let hop = Hop(request: request, headers: headers, key: CacheKey(url: request.url ?? URL(fileURLWithPath: "/")),
                       credentialed: binding.keys.isCredentialed(headers), body: .none)
-        self.init(binding: binding, hop: hop, role: .foreground(streaming: streaming), delivery: delivery,
+        self.init(binding: binding, hop: hop, role: .foreground(streaming: false), delivery: delivery,
                   outer: task.map { Outer(task: $0, session: session) })
+    }
+
+    /// Before an answer comes from the network: what the caller's task is (on its work queue),
+    /// and so whether its body goes in chunks.
+    private func prepareForNetwork() {
+        guard let outer, let delivery else { return }
+        outer.load()
+        let streaming = outer.streaming
+        state.withLock { $0.transaction.deliverInChunks(streaming) }
+        if streaming, let session = outer.session { delivery.streamToDelegate(session: session) }
     }
 
     /// Derives the key, looks the entry up and starts the transaction. A hit from a store
@@ -129,9 +158,14 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         if !hop.credentialed || cache.hasPartitionSecret, let key = try? binding.key(for: hop.request),
            case .answered(let entry, let other) = cache.lookupImmediately(key, headers: hop.headers) {
             // On the task's work queue already: a hit is delivered in place.
-            let start = { self.startTransaction(key: key, entry: entry, otherVariant: other) }
+            let start = {
+                let actions = self.makeTransaction(key: key, entry: entry, otherVariant: other)
+                if !self.state.withLock({ $0.transaction.isDone }) { self.prepareForNetwork() }
+                self.run(actions)
+            }
             return delivery.map { $0.inline(start) } ?? start()
         }
+        prepareForNetwork()
         cache.ioQueue(for: hop.key.url).async {
             guard let key = try? self.binding.key(for: hop.request) else {
                 // The store cannot give the partition secret: this credentialed request can be
@@ -144,8 +178,13 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     private func startTransaction(key: CacheKey, entry: CacheEntry?, otherVariant: Bool?, storeUnavailable: Bool = false) {
+        run(makeTransaction(key: key, entry: entry, otherVariant: otherVariant, storeUnavailable: storeUnavailable))
+    }
+
+    private func makeTransaction(key: CacheKey, entry: CacheEntry?, otherVariant: Bool?,
+                                 storeUnavailable: Bool = false) -> [CacheTransaction.Action] {
         let now = cache.now()
-        let actions = state.withLock { state -> [CacheTransaction.Action] in
+        return state.withLock { state -> [CacheTransaction.Action] in
             guard !state.stopped else { return [] }
             state.hop.key = key
             var context = Self.context(state.hop, role: state.transaction.context.role, binding: binding)
@@ -153,7 +192,6 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             state.transaction = CacheTransaction(context)
             return state.transaction.start(entry: entry, otherVariant: otherVariant, now: now)
         }
-        run(actions)
     }
 
     /// Refreshes a stale entry in the background, at most once at a time per key in this
@@ -482,7 +520,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// Whether a response is held back: a redirect to follow, or a challenge to answer.
     private func interception(for response: HTTPURLResponse) -> Held.Kind? {
-        guard outer != nil else { return nil }
+        guard outer != nil, (300..<400).contains(response.statusCode) || response.statusCode == 401 else { return nil }
         let hop = state.withLock { $0.hop }
         if let next = Redirects.request(after: ResponseHead(response), from: hop.request) { return .redirect(next) }
         if response.statusCode == 401, Challenges.parse(response.value(forHTTPHeaderField: "WWW-Authenticate")) != nil {
@@ -492,6 +530,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     private func resolve(_ held: Held) {
+        // A redirect or a challenge asks the caller's delegate: know it (a hit answered inside
+        // `startLoading` has not read it yet, and is still on the task's work queue here).
+        outer?.load()
         switch held.kind {
         case .redirect(let next): askAboutRedirect(held, next: next)
         case .challenge: answerChallenge(held)

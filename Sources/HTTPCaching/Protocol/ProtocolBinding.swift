@@ -108,6 +108,9 @@ enum BindingRegistry {
         weak var binding: ProtocolBinding?
         let number: Int
         let permanent: Bool
+        /// Whether another installation had this class before: only then can a session other
+        /// than this binding's reach it (one whose `urlCache` was replaced).
+        let reused: Bool
     }
 
     private struct State {
@@ -132,14 +135,15 @@ enum BindingRegistry {
     static func makeClass(for binding: ProtocolBinding, permanent: Bool) -> CachingURLProtocol.Type {
         state.withLock { state in
             let number: Int
-            if let reused = state.free.popLast() {
+            let reused = state.free.popLast()
+            if let reused {
                 number = reused
             } else {
                 state.next += 1
                 number = state.next
             }
             let type = classForSlot(SlotRoot.self, bits: number)
-            state.slots[ObjectIdentifier(type)] = Slot(binding: binding, number: number, permanent: permanent)
+            state.slots[ObjectIdentifier(type)] = Slot(binding: binding, number: number, permanent: permanent, reused: reused != nil)
             if permanent { state.permanent.append(binding) }
             return type
         }
@@ -167,6 +171,13 @@ enum BindingRegistry {
             return carrier.binding
         }
         return binding(for: type)
+    }
+
+    /// Whether a class's binding must be checked against the session asking (its slot was
+    /// reused); a class never reused serves only sessions of its own installation, and the
+    /// session need not be read (reflection is most of what a hit would cost).
+    static func needsSessionCheck(_ type: AnyClass) -> Bool {
+        state.withLock { slot in slot.slots[ObjectIdentifier(type)].map { $0.reused && !$0.permanent } ?? false }
     }
 
     private static func isPermanent(_ type: AnyClass) -> Bool {

@@ -91,6 +91,11 @@ final class Delivery: Sendable {
 
     /// Runs `body` (`startLoading`'s work) with calls from this thread going out at once: the
     /// thread is on the task's work queue.
+    /// Whether the calling thread is `startLoading`'s, on the task's work queue.
+    var isInline: Bool {
+        state.withLock { state in state.inlineThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
     func inline(_ body: () -> Void) {
         state.withLock { $0.inlineThread = pthread_self() }
         body()

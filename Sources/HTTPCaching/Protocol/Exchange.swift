@@ -44,31 +44,57 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         private let lock = NSLock()
         private var loaded = false
         private var _session: URLSession?
-        private var _delegate: URLSessionTaskDelegate?
-        private var _progressDelegate: URLSessionTaskDelegate?
         private var _streaming = false
+        private var registration: TaskIntrospection.Registration?
 
         init(task: URLSessionTask, session: URLSession?) {
             self.task = task
             _session = session
         }
 
-        /// Reads what the task's session registered for it. Call it on the task's work queue.
+        /// Reads the task's session, and whether it takes its body in chunks (the session's
+        /// registry is read only for a session whose delegate takes data). Call it on the
+        /// task's work queue.
         func load() {
             lock.withLock {
                 guard !loaded else { return }
                 loaded = true
                 if _session == nil { _session = TaskIntrospection.session(of: task) }
-                _delegate = TaskIntrospection.delegate(of: task, session: _session)
-                _progressDelegate = TaskIntrospection.progressDelegate(of: task, session: _session)
-                if let session = _session { _streaming = TaskIntrospection.delivery(of: task, session: session) == .delegate }
+                if let session = _session, session.delegate is URLSessionDataDelegate {
+                    let found = TaskIntrospection.registration(of: task, session: session)
+                    registration = found
+                    _streaming = found.delivery == .delegate
+                }
             }
         }
 
+        /// The delegates the session registered for the task, read once; on the task's work
+        /// queue when the caller is not on it already (`onWorkQueue`), where the registry is
+        /// consistent.
+        private func registered(onWorkQueue: Bool) -> TaskIntrospection.Registration {
+            if let known = lock.withLock({ registration }) { return known }
+            let session = self.session
+            let read = { TaskIntrospection.registration(of: self.task, session: session) }
+            let found: TaskIntrospection.Registration
+            if !onWorkQueue, let queue = TaskIntrospection.workQueue(of: task) {
+                found = queue.sync { UncheckedBox(read()) }.value
+            } else {
+                found = read()
+            }
+            lock.withLock { registration = found }
+            return found
+        }
+
         var session: URLSession? { lock.withLock { _session } }
-        var delegate: URLSessionTaskDelegate? { lock.withLock { _delegate } }
-        var progressDelegate: URLSessionTaskDelegate? { lock.withLock { _progressDelegate } }
         var streaming: Bool { lock.withLock { _streaming } }
+
+        /// The delegate Foundation would ask about the task's redirects, challenges and body
+        /// stream.
+        func delegate(onWorkQueue: Bool) -> URLSessionTaskDelegate? { registered(onWorkQueue: onWorkQueue).delegate }
+        /// The delegate the task's upload progress goes to.
+        func progressDelegate(onWorkQueue: Bool) -> URLSessionTaskDelegate? {
+            registered(onWorkQueue: onWorkQueue).progressDelegate
+        }
     }
 
     let binding: ProtocolBinding
@@ -264,7 +290,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64) {
-        guard let outer, let session = outer.session, let delegate = outer.progressDelegate,
+        guard let outer, let session = outer.session, let delegate = outer.progressDelegate(onWorkQueue: false),
               state.withLock({ $0.forwardID == task }) else { return }
         let box = UncheckedBox((session, delegate, outer.task))
         session.delegateQueue.addOperation {
@@ -452,7 +478,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// `uploadTask(withStreamedRequest:)`: the caller's delegate supplies the body stream.
     private func askDelegateForBody(then conditional: [String: String], hop: Hop) {
-        guard let outer, let session = outer.session, let delegate = outer.delegate else {
+        guard let outer, let session = outer.session, let delegate = outer.delegate(onWorkQueue: delivery?.isInline ?? false) else {
             var hop = hop
             hop.body = .none
             return send(conditional: conditional, hop: hop)
@@ -562,7 +588,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         if tooMany {
             return delivery?.fail(URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "too many HTTP redirects"])) ?? ()
         }
-        guard let outer, let session = outer.session, let delegate = outer.delegate else { return follow(next, after: held) }
+        guard let outer, let session = outer.session, let delegate = outer.delegate(onWorkQueue: delivery?.isInline ?? false) else {
+            return follow(next, after: held)
+        }
         let box = UncheckedBox((session, delegate, outer.task, held.response))
         session.delegateQueue.addOperation {
             box.value.1.urlSession(box.value.0, task: box.value.2, willPerformHTTPRedirection: box.value.3, newRequest: next) { request in
@@ -627,7 +655,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         }
         if let candidate = proposed, last?.credential == candidate { proposed = nil }
         let offered = proposed
-        guard let session = outer.session, let delegate = outer.delegate else {
+        guard let session = outer.session, let delegate = outer.delegate(onWorkQueue: delivery?.isInline ?? false) else {
             if let proposed { return retry(with: proposed, space: space, held: held) }
             return deliverHeld(held)
         }

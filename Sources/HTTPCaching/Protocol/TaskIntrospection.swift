@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -82,10 +83,48 @@ enum TaskIntrospection {
         return unwrap(parts[1]) as? URLSessionTaskDelegate
     }
 
+    /// What the session registered for a task, read once: how it takes its body, the
+    /// delegate Foundation would ask about it, and the one it reports upload progress to. Call
+    /// it on the task's work queue.
+    struct Registration {
+        var delivery: Delivery?
+        var delegate: URLSessionTaskDelegate?
+        var progressDelegate: URLSessionTaskDelegate?
+    }
+
+    /// The task's registration (one read of the registry, where `delivery(of:session:)`,
+    /// `delegate(of:session:)` and `progressDelegate(of:session:)` read it once each).
+    static func registration(of task: URLSessionTask, session: URLSession?) -> Registration {
+        guard let session, let behaviour = behaviour(of: task, session: session) else {
+            return Registration(delivery: nil, delegate: task.delegate, progressDelegate: task.delegate)
+        }
+        var registration = Registration()
+        switch behaviour.name {
+        case "callDelegate":
+            registration.delivery = session.delegate is URLSessionDataDelegate ? .delegate : .whole
+            registration.progressDelegate = session.delegate as? URLSessionTaskDelegate
+        case "dataCompletionHandler":
+            registration.delivery = .whole
+        case "dataCompletionHandlerWithTaskDelegate":
+            registration.delivery = .whole
+            registration.progressDelegate = givenDelegate(behaviour)
+        default:
+            break
+        }
+        registration.delegate = givenDelegate(behaviour) ?? task.delegate
+        return registration
+    }
+
     /// The name of the behaviour the session registered for a task, and its payload.
     private static func behaviour(of task: URLSessionTask, session: URLSession) -> (name: String, payload: Any?)? {
         guard let registry = storedValue(named: "taskRegistry", in: session),
               let behaviours = storedValue(named: "behaviours", in: registry as AnyObject) else { return nil }
+        // The dictionary cast boxes each value, far cheaper than reflecting every entry.
+        if let table = behaviours as? [Int: Any] {
+            guard let found = table[task.taskIdentifier] else { return nil }
+            let behaviour = Mirror(reflecting: found).children.first
+            return (behaviour?.label ?? String(describing: found), behaviour?.value)
+        }
         for child in Mirror(reflecting: behaviours).children {
             let pair = Mirror(reflecting: child.value).children.map(\.value)
             guard pair.count == 2, let identifier = pair[0] as? Int, identifier == task.taskIdentifier else { continue }
@@ -126,12 +165,37 @@ enum TaskIntrospection {
         }
     }
 
-    /// A stored property of an object, searched up its class hierarchy.
+    /// Where a stored property sits in a class's reflection: how many superclass steps up,
+    /// and its position among that class's stored properties. Found once per class and name:
+    /// finding it walks (and reflects) every property before it, the costly part of a read.
+    private struct FieldPosition: Hashable {
+        let level: Int
+        let offset: Int
+    }
+
+    private static let positions = Mutex<[String: FieldPosition]>([:])
+
+    /// A stored property of an object, searched up its class hierarchy; its position is
+    /// remembered per class, so later reads reflect that one property (checked by its label).
     private static func storedValue(named name: String, in object: AnyObject) -> Any? {
+        let cacheKey = "\(ObjectIdentifier(type(of: object)).hashValue):\(name)"
+        if let known = positions.withLock({ $0[cacheKey] }) {
+            var mirror: Mirror? = Mirror(reflecting: object)
+            for _ in 0..<known.level { mirror = mirror?.superclassMirror }
+            if let children = mirror?.children, known.offset < children.count {
+                let child = children[children.index(children.startIndex, offsetBy: known.offset)]
+                if child.label == name { return child.value }
+            }
+        }
         var mirror: Mirror? = Mirror(reflecting: object)
+        var level = 0
         while let current = mirror {
-            if let child = current.children.first(where: { $0.label == name }) { return child.value }
+            for (offset, child) in current.children.enumerated() where child.label == name {
+                positions.withLock { $0[cacheKey] = FieldPosition(level: level, offset: offset) }
+                return child.value
+            }
             mirror = current.superclassMirror
+            level += 1
         }
         return nil
     }

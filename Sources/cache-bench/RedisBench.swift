@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,9 +45,22 @@ enum RedisBench {
         defer { disk.close() }
         let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk, "redis": redis]
         var sessions: [String: URLSession] = [:]
+        // Anything but a fresh hit during the measured rounds is reported with its reason.
+        let measuring = Atomic<Bool>(false)
+        let unexpected = Mutex<Set<String>>([])
+        var observations: [CacheObservation] = []
+        defer { observations.forEach { $0.cancel() } }
         for (name, store) in stores {
+            let cache = HTTPCache(configuration: CacheConfiguration(windows: windows), store: store)
+            observations.append(cache.observe { event in
+                guard measuring.load(ordering: .relaxed) else { return }
+                switch event.kind {
+                case .served(.fresh), .stored: return
+                default: unexpected.withLock { _ = $0.insert("redis bench \(name): \(event.kind)") }
+                }
+            })
             let configuration = URLSessionConfiguration.ephemeral
-            configuration.enableHTTPCaching(HTTPCache(configuration: CacheConfiguration(windows: windows), store: store))
+            configuration.enableHTTPCaching(cache)
             sessions[name] = URLSession(configuration: configuration)
         }
         for size in sizes {
@@ -69,6 +83,7 @@ enum RedisBench {
         while redis.entryCount < sizes.count * hotKeys && now() < warmDeadline { _ = get(sessions["redis"]!, url(1024, 0)) }
 
         var samples: [String: [String: [Double]]] = [:]
+        measuring.store(true, ordering: .relaxed)
         for _ in 0..<rounds {
             for size in sizes {
                 for variant in variants.shuffled() {
@@ -84,6 +99,8 @@ enum RedisBench {
                 }
             }
         }
+        measuring.store(false, ordering: .relaxed)
+        problems.append(contentsOf: unexpected.withLock { $0 })
         for session in sessions.values { session.finishTasksAndInvalidate() }
 
         print("\nfresh hits by store, microseconds per request (median of \(rounds) interleaved rounds; sequential requests)")

@@ -109,6 +109,15 @@ struct RedisConfigurationTests {
         var noEnd = entry
         noEnd.usefulUntil = nil
         #expect(try RedisEntryMetadata(decoding: RedisEntryMetadata(noEnd).encoded).usefulUntil == nil)
+        // Times the clock really gives (sub-microsecond parts) come back bit for bit: the store
+        // checks them against the entry's own and a rounding would read as damage.
+        for offset in [0.1, 1e-7, 123.456789123, 765_432.000_000_9] {
+            var precise = entry
+            precise.storedAt = Date().addingTimeInterval(offset)
+            precise.usefulUntil = precise.storedAt.addingTimeInterval(offset)
+            let back = try RedisEntryMetadata(decoding: RedisEntryMetadata(precise).encoded)
+            #expect(back.storedAt == precise.storedAt && back.usefulUntil == precise.usefulUntil)
+        }
         let bytes = metadata.encoded
         for cut in [0, 3, 20, 33] {
             #expect(throws: RedisEntryMetadata.DecodeError.self) { try RedisEntryMetadata(decoding: Array(bytes[..<cut])) }

@@ -77,7 +77,8 @@ struct RedisEntryLayout: Sendable {
 
 /// The field `m` of an entry's hash: what listing needs, without the body.
 ///
-/// Layout (little-endian): magic `HTCM`, version 1, stored-at (Float64 seconds since 1970),
+/// Layout (little-endian): magic `HTCM`, version 2, stored-at (Float64 seconds since 2001, the
+/// reference date `Date` holds, so a time round-trips exactly and agrees with the entry's own),
 /// status (Int32), byte count (UInt64), generation (UInt64), a flag byte and useful-until
 /// (Float64, present when the flag is 1), then the key's `storageString` to the end.
 struct RedisEntryMetadata: Equatable {
@@ -95,7 +96,7 @@ struct RedisEntryMetadata: Equatable {
     }
 
     static let magic = Array("HTCM".utf8)
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
 
     init(_ entry: CacheEntry) {
         storageString = entry.key.storageString
@@ -109,12 +110,12 @@ struct RedisEntryMetadata: Equatable {
     var encoded: [UInt8] {
         var out = Self.magic
         out.append(Self.version)
-        append(&out, storedAt.timeIntervalSince1970.bitPattern)
+        append(&out, storedAt.timeIntervalSinceReferenceDate.bitPattern)
         append(&out, UInt32(truncatingIfNeeded: statusCode))
         append(&out, UInt64(byteCount))
         append(&out, generation)
         out.append(usefulUntil == nil ? 0 : 1)
-        if let usefulUntil { append(&out, usefulUntil.timeIntervalSince1970.bitPattern) }
+        if let usefulUntil { append(&out, usefulUntil.timeIntervalSinceReferenceDate.bitPattern) }
         out += storageString.utf8
         return out
     }
@@ -129,7 +130,7 @@ struct RedisEntryMetadata: Equatable {
         let storedSeconds = Double(bitPattern: try reader.integer(UInt64.self))
         // A time that is not finite or absurdly far away is damage (and printing such a date traps).
         guard storedSeconds.isFinite, abs(storedSeconds) < 1e11 else { throw DecodeError(description: "an impossible stored-at time") }
-        storedAt = Date(timeIntervalSince1970: storedSeconds)
+        storedAt = Date(timeIntervalSinceReferenceDate: storedSeconds)
         statusCode = Int(Int32(bitPattern: try reader.integer(UInt32.self)))
         let count = try reader.integer(UInt64.self)
         guard count <= UInt64(Int.max) else { throw DecodeError(description: "impossible byte count") }
@@ -140,7 +141,7 @@ struct RedisEntryMetadata: Equatable {
         case 1:
             let seconds = Double(bitPattern: try reader.integer(UInt64.self))
             guard seconds.isFinite, abs(seconds) < 1e11 else { throw DecodeError(description: "an impossible useful-until time") }
-            usefulUntil = Date(timeIntervalSince1970: seconds)
+            usefulUntil = Date(timeIntervalSinceReferenceDate: seconds)
         default: throw DecodeError(description: "an invalid flag")
         }
         guard let text = String(validating: bytes[reader.offset...], as: UTF8.self) else {

@@ -301,3 +301,58 @@ struct DiskStoreFuzzTests {
         }
     }
 }
+
+/// The body checksum: every kind of damage a file meets changes it.
+@Suite("Body checksum")
+struct BodyChecksumTests {
+    static func bytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
+        var state = seed
+        return (0..<count).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+    }
+
+    static func checksum(_ bytes: [UInt8]) -> UInt64 { bytes.withUnsafeBytes { BodyChecksum.checksum($0) } }
+
+    @Test("every single bit flipped changes it, at every length class", arguments: [0, 1, 7, 8, 63, 64, 127, 128, 129, 1000, 4096])
+    func bitFlips(length: Int) {
+        let original = Self.bytes(length)
+        let reference = Self.checksum(original)
+        var changed = 0
+        for index in 0..<length {
+            for bit in [0, 3, 7] {
+                var damaged = original
+                damaged[index] ^= 1 << bit
+                if Self.checksum(damaged) != reference { changed += 1 }
+            }
+        }
+        #expect(changed == length * 3)
+    }
+
+    @Test("zeroed runs, swapped blocks, swapped words across lanes, appended zeros and cuts all change it")
+    func structuralDamage() {
+        let original = Self.bytes(64 * 1024, seed: 7)
+        let reference = Self.checksum(original)
+        var zeroed = original
+        zeroed.replaceSubrange(8192..<12288, with: repeatElement(0, count: 4096))
+        var swappedBlocks = original
+        swappedBlocks.replaceSubrange(0..<128, with: original[1024..<1152])
+        swappedBlocks.replaceSubrange(1024..<1152, with: original[0..<128])
+        var swappedStripes = original // stripes 0 and 1: the two halves of one block
+        swappedStripes.replaceSubrange(0..<64, with: original[64..<128])
+        swappedStripes.replaceSubrange(64..<128, with: original[0..<64])
+        var swappedWords = original // two words of one stripe: two lanes
+        swappedWords.replaceSubrange(0..<8, with: original[8..<16])
+        swappedWords.replaceSubrange(8..<16, with: original[0..<8])
+        let variants = [zeroed, swappedBlocks, swappedStripes, swappedWords, original + [0], original + [UInt8](repeating: 0, count: 128),
+                        Array(original.dropLast()), Array(original.dropLast(128)), Array(original.dropFirst(128))]
+        for (index, variant) in variants.enumerated() {
+            #expect(Self.checksum(variant) != reference, "variant \(index)")
+        }
+        // Different inputs of one length spread over the 64 bits, like a hash's would.
+        let sums = (0..<2000).map { Self.checksum(Self.bytes(100, seed: UInt64($0) + 100)) }
+        #expect(Set(sums).count == sums.count)
+        #expect(Set(sums.map { $0 >> 60 }).count == 16 && Set(sums.map { $0 & 15 }).count == 16)
+    }
+}

@@ -13,6 +13,9 @@ import Darwin
 final class StoreDirectory: Sendable {
     let fd: Int32
     let path: String
+    /// This process's effective user, which owns the directory (checked when it was opened):
+    /// every file read must belong to it. Kept, not asked per read (`geteuid` is a system call).
+    let owner: uid_t
 
     /// Opens `path`, creating it (and its parents) with permissions 0700.
     /// - Throws: `DiskStoreError.notOwned` if another user owns it, `.io` if it cannot be
@@ -39,6 +42,7 @@ final class StoreDirectory: Sendable {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .io(operation: "stat", path: path, errno: errno) }
         guard info.st_uid == geteuid() else { throw .notOwned(path: path, owner: info.st_uid) }
+        owner = info.st_uid
         if info.st_mode & 0o777 != 0o700 { fchmod(fd, 0o700) }
     }
 
@@ -71,7 +75,7 @@ final class StoreDirectory: Sendable {
         let fd = open(name, flags, mode: mode)
         guard fd >= 0 else { return nil }
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == owner else {
             closeDescriptor(fd)
             errno = EINVAL
             return nil

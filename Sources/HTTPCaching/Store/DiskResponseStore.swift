@@ -177,7 +177,7 @@ public final class DiskResponseStore: ResponseStore {
         guard fstat(fd, &info) == 0 else {
             throw DiskStoreError.io(operation: "stat", path: files.path + "/" + fileName, errno: errno)
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == files.owner else {
             files.unlink(fileName, ifStill: info)
             throw removedAsCorrupt(name, key, reason: "the entry is not a regular file of this user")
         }

@@ -3,7 +3,7 @@ import Foundation
 /// The bytes of one stored entry, and back: the disk store's files, and the values of any
 /// store that keeps entries as bytes.
 ///
-/// Layout (version 3, little-endian), body first so a reader can hand the body out of the
+/// Layout (version 4, little-endian), body first so a reader can hand the body out of the
 /// bytes it read without copying it:
 ///
 ///     body                 bodyLength bytes
@@ -11,7 +11,7 @@ import Foundation
 ///                          windows?, useful-until?, the key's storage string, the URL,
 ///                          header fields and vary values (sorted by the UTF-8 of their names)
 ///     trailer (40 bytes)   bodyLength u64, metadataLength u32, 0 u32,
-///                          body checksum u64 (XXH3 of the body),
+///                          body checksum u64 (`BodyChecksum` of the body),
 ///                          metadata checksum u64 (XXH3 of the metadata and the first 24
 ///                          trailer bytes), magic "HTCE", version u8, three zero bytes
 ///
@@ -20,7 +20,7 @@ import Foundation
 /// its own (from the end of a file), without the body.
 enum EntryFileFormat {
     static let magic: [UInt8] = Array("HTCE".utf8)
-    static let version: UInt8 = 3
+    static let version: UInt8 = 4
     /// The fixed trailer at the end of every encoding.
     static let trailerSize = 40
 
@@ -100,7 +100,7 @@ enum EntryFileFormat {
             }
         }
         let metadataLength = out.count
-        let bodyChecksum = entry.body.withUnsafeBytes { XXH3.hash($0) }
+        let bodyChecksum = entry.body.withUnsafeBytes { BodyChecksum.checksum($0) }
         append(&out, UInt64(entry.body.count))
         append(&out, UInt32(metadataLength))
         append(&out, UInt32(0))
@@ -152,7 +152,7 @@ enum EntryFileFormat {
         let trailer = try readTrailer(raw, totalLength: raw.count)
         guard trailer.totalLength == raw.count else { throw .truncated }
         let body = UnsafeRawBufferPointer(rebasing: raw[0..<trailer.bodyLength])
-        guard XXH3.hash(body) == trailer.bodyChecksum else { throw .checksumMismatch }
+        guard BodyChecksum.checksum(body) == trailer.bodyChecksum else { throw .checksumMismatch }
         let metadata = UnsafeRawBufferPointer(rebasing: raw[trailer.bodyLength..<(raw.count - trailerSize)])
         if let cached, cached.checksum == trailer.metadataChecksum, cached.length == trailer.metadataLength {
             try verifyMetadataChecksum(metadata, trailer)

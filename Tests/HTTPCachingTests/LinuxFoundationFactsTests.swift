@@ -394,5 +394,26 @@ struct SharedQueueFactsTests {
         #expect(await overlapped.wait { $0 != nil })
         #expect(overlapped.value == false, "a block on the other session's task queue waited for this one")
     }
+
+    @Test("a session's transfers read their sockets on its multi handle's queue, which shares that serial queue too (the cache delivers forwarded answers there)")
+    func transferQueue() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        let first = URLSession(configuration: configuration), second = URLSession(configuration: configuration)
+        defer { first.invalidateAndCancel(); second.invalidateAndCancel() }
+        let transfer = first.dataTask(with: URL(string: "http://facts.test/transfer")!)
+        let other = second.dataTask(with: URL(string: "http://facts.test/other")!)
+        let transferQueue = try #require(TaskIntrospection.transferQueue(of: transfer))
+        #expect(transferQueue.label == "MultiHandle.isolation")
+        let otherQueue = try #require(TaskIntrospection.workQueue(of: other))
+        let overlapped = Watched<Bool?>(nil)
+        transferQueue.async {
+            let ran = DispatchSemaphore(value: 0)
+            otherQueue.async { ran.signal() }
+            let concurrent = ran.wait(timeout: .now() + 0.2) == .success
+            overlapped.update { $0 = concurrent }
+        }
+        #expect(await overlapped.wait { $0 != nil })
+        #expect(overlapped.value == false, "a block on another session's task queue waited for the transfer queue's")
+    }
     #endif
 }

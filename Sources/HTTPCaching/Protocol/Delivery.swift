@@ -112,16 +112,18 @@ final class Delivery: Sendable {
         }
     }
 
-    /// Runs later client calls on `queue`, the work queue of the forwarded task whose answer
-    /// they carry, instead of the caller's task's.
+    /// Runs later client calls on `queue`, the queue the forwarded transfer whose answer they
+    /// carry reads its socket on (`TaskIntrospection.transferQueue`), instead of the caller's
+    /// task's work queue.
     ///
-    /// Every session's work queue runs on one process-wide serial queue, so a block on either
+    /// Every session's queues run on one process-wide serial queue, so a block on either
     /// excludes the caller's session's registry changes and its task's cancel and stop alike.
-    /// But a fast transfer keeps that queue busy with its own reads, and blocks waiting on
-    /// another session's queue meanwhile wait for all of it (the response of a 100 MB loopback
-    /// transfer arrived after its last byte, every chunk held until then); on the transfer's
-    /// own queue they take turns with its reads. One block runs the waiting calls at a time,
-    /// in order, whichever queue it is on.
+    /// But a fast transfer keeps that queue busy with its own reads, and libdispatch drains
+    /// the transfer's queue for as long as reads keep arriving: a block waiting on any other
+    /// queue meanwhile waits for all of it (with both cores busy, the response of a 100 MB
+    /// loopback transfer arrived after its last byte, every chunk held until then, even on the
+    /// forwarded task's own work queue). On the transfer's queue the blocks take turns with
+    /// its reads. One block runs the waiting calls at a time, in order, whichever queue it is on.
     func follow(_ queue: DispatchQueue?) {
         guard workQueue != nil, let queue else { return }
         followed.withLock { $0 = UncheckedBox(queue) }

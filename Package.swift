@@ -23,7 +23,7 @@ let package = Package(
         // The benchmarks: `swift run -c release cache-bench`.
         .executableTarget(
             name: "cache-bench",
-            dependencies: ["HTTPCaching", "LoopbackOrigin"]
+            dependencies: ["HTTPCaching", "HTTPCachingTestKit", "LoopbackOrigin"]
         ),
         .testTarget(
             name: "HTTPCachingTests",

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import HTTPCaching
+import HTTPCachingTestKit
 import LoopbackOrigin
 
 /// What the cache costs beside the memory hit: hits from disk and tiered stores, a slow
@@ -20,26 +21,6 @@ enum TransparencyBench {
         return median((0..<rounds).map { _ in requestsPerSecond(session, urls: hot, callers: 8, total: total) })
     }
 
-    /// A store whose every read takes `delay` seconds: a slow disk or a slow server.
-    final class SlowStore: ResponseStore {
-        let inner = MemoryResponseStore()
-        let delay: TimeInterval
-        init(delay: TimeInterval) { self.delay = delay }
-        func entry(for key: CacheKey) throws -> CacheEntry? {
-            Thread.sleep(forTimeInterval: delay)
-            return inner.entry(for: key)
-        }
-        func write(_ entry: CacheEntry) throws -> StoreWriteResult { inner.write(entry) }
-        func removeEntry(for key: CacheKey) throws { inner.removeEntry(for: key) }
-        func removeAll(progress: (RemovalProgress) -> Void) throws { inner.removeAll(progress: progress) }
-        func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
-            inner.removeEntries(where: predicate, progress: progress)
-        }
-        func entryInfos() throws -> [StoredEntryInfo] { inner.entryInfos() }
-        var totalBytes: Int { inner.totalBytes }
-        var entryCount: Int { inner.entryCount }
-    }
-
     /// Memory hits per second on one session, alone and while another session's store takes
     /// 300 ms per read, in the same process.
     static func slowNeighbour(origin: LoopbackOrigin, total: Int, rounds: Int) -> (alone: Double, beside: Double) {
@@ -47,7 +28,7 @@ enum TransparencyBench {
         fast.enableHTTPCaching(HTTPCache(configuration: CacheConfiguration(windows: CacheWindows(fresh: 3600, usable: 7200))))
         let fastSession = URLSession(configuration: fast)
         let slow = URLSessionConfiguration.ephemeral
-        slow.enableHTTPCaching(HTTPCache(store: SlowStore(delay: 0.3)))
+        slow.enableHTTPCaching(HTTPCache(store: InstrumentedStore(MemoryResponseStore(), afterRead: { _, _ in Thread.sleep(forTimeInterval: 0.3) })))
         let slowSession = URLSession(configuration: slow)
         defer {
             fastSession.finishTasksAndInvalidate()

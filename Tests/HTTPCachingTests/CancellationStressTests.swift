@@ -106,7 +106,7 @@ struct CancellationStressTests {
     func raceCancellationAgainstDeliveries(memoryHits: Bool) async throws {
         // Hits from memory are answered inside startLoading; from a store that needs I/O they
         // are answered later, from the cache's I/O queue, like every network answer.
-        let h = try Harness(store: memoryHits ? MemoryResponseStore() : IOPathStore())
+        let h = try Harness(store: memoryHits ? MemoryResponseStore() : ioPathStore())
         let paths = (0..<40).map { "/hit/\($0)" }
         for path in paths {
             h.origin.route(path, response: .init(headers: [("Cache-Control", "max-age=600")], text: "body of \(path)"))
@@ -250,7 +250,7 @@ struct WorkQueueDeliveryTests {
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
         origin.route("/q", response: .init(headers: [("Cache-Control", "max-age=600")], body: LoopbackOrigin.filler(count: 200_000)))
-        let store = try IOPathStore()
+        let store = ioPathStore()
         let cache = HTTPCache(store: store)
         let url = kind == "failure" ? URL(string: "http://127.0.0.1:1/refused")! : origin.url("/q")
         if kind == "hit" {

@@ -5,28 +5,13 @@ import FoundationNetworking
 import Synchronization
 import Testing
 @testable import HTTPCaching
+import HTTPCachingTestKit
 import LoopbackOrigin
 
 extension FetchResult {
     /// The response's `Cache-Status` field.
     var cacheStatusField: String? { response.value(forHTTPHeaderField: "Cache-Status") }
     func header(_ name: String) -> String? { response.value(forHTTPHeaderField: name) }
-}
-
-
-/// A store whose reads always fail (a server that cannot be reached), writes kept in memory.
-final class UnreadableStore: ResponseStore {
-    let memory = MemoryResponseStore()
-    func entry(for key: CacheKey) throws -> CacheEntry? { throw ResponseStoreError.unavailable(reason: "reads fail in this test") }
-    func write(_ entry: CacheEntry) throws -> StoreWriteResult { memory.write(entry) }
-    func removeEntry(for key: CacheKey) throws { memory.removeEntry(for: key) }
-    func removeAll(progress: (RemovalProgress) -> Void) throws { memory.removeAll(progress: progress) }
-    func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
-        memory.removeEntries(where: predicate, progress: progress)
-    }
-    func entryInfos() throws -> [StoredEntryInfo] { memory.entryInfos() }
-    var totalBytes: Int { memory.totalBytes }
-    var entryCount: Int { memory.entryCount }
 }
 
 @Suite("HTTP fidelity end to end: ranges, variants, invalidation, Cache-Status, cookies")
@@ -252,7 +237,9 @@ struct FidelityEndToEndTests {
 
     @Test("RFC 9211 end to end: fwd=miss when the store cannot be read")
     func cacheStatusMiss() async throws {
-        let h = try Harness(store: UnreadableStore())
+        let h = try Harness(store: InstrumentedStore(MemoryResponseStore(), afterRead: { _, _ in
+            throw ResponseStoreError.unavailable(reason: "reads fail in this test")
+        }))
         h.origin.routeVersioned("/u")
         let answer = try await h.get("/u")
         #expect(answer.text == "v1" && answer.cacheStatusField == "HTTPCaching; fwd=miss; fwd-status=200; ttl=60; stored")

@@ -8,48 +8,6 @@ import Testing
 import HTTPCachingTestKit
 import LoopbackOrigin
 
-/// A memory store whose reads block until the test lets them go, and say when one starts: a
-/// slow disk or server, without a timer.
-final class BlockingReadStore: ResponseStore {
-    let inner = MemoryResponseStore()
-    private let gate = DispatchSemaphore(value: 0)
-    private let started = Mutex<[CheckedContinuation<Void, Never>]>([])
-    private let readsStarted = Atomic<Int>(0)
-
-    func entry(for key: CacheKey) throws -> CacheEntry? {
-        readsStarted.add(1, ordering: .relaxed)
-        for waiter in started.withLock({ waiters in defer { waiters.removeAll() }; return waiters }) { waiter.resume() }
-        gate.wait()
-        gate.signal()
-        return inner.entry(for: key)
-    }
-
-    /// Waits until a read has started (and is blocked).
-    func readStarted() async {
-        await withCheckedContinuation { continuation in
-            let already = started.withLock { waiters -> Bool in
-                if readsStarted.load(ordering: .relaxed) > 0 { return true }
-                waiters.append(continuation)
-                return false
-            }
-            if already { continuation.resume() }
-        }
-    }
-
-    /// Lets every read through, now and later.
-    func open() { gate.signal() }
-
-    func write(_ entry: CacheEntry) throws -> StoreWriteResult { inner.write(entry) }
-    func removeEntry(for key: CacheKey) throws { inner.removeEntry(for: key) }
-    func removeAll(progress: (RemovalProgress) -> Void) throws { inner.removeAll(progress: progress) }
-    func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
-        inner.removeEntries(where: predicate, progress: progress)
-    }
-    func entryInfos() throws -> [StoredEntryInfo] { inner.entryInfos() }
-    var totalBytes: Int { inner.totalBytes }
-    var entryCount: Int { inner.entryCount }
-}
-
 @Suite("One key derivation, partitions that cannot be reversed, stores off Foundation's queue")
 struct KeysAndSharingTests {
     @Test("credentials in the session's own headers: the installation's management calls key exactly as its requests do")
@@ -111,8 +69,8 @@ struct KeysAndSharingTests {
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
         origin.routeVersioned("/x")
-        let slow = BlockingReadStore()
-        let slowCache = HTTPCache(store: slow)
+        let slow = ReadGate()
+        let slowCache = HTTPCache(store: slow.store())
         let slowConfiguration = URLSessionConfiguration.ephemeral
         slowConfiguration.enableHTTPCaching(slowCache)
         let slowSession = URLSession(configuration: slowConfiguration)

@@ -31,16 +31,7 @@ struct LoopTests {
 
     /// Runs the registration probe in a new process and returns its output lines.
     func probe(_ arguments: [String] = []) throws -> [String] {
-        let process = Process()
-        process.executableURL = builtExecutable(named: "registration-probe")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
+        try runProbe("registration-probe", arguments)
     }
 
     @Test("registered with URLProtocol.registerClass before any session: URLSession.shared is cached, one origin request per miss")

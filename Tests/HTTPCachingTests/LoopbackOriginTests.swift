@@ -124,10 +124,7 @@ final class TaskRecorder: NSObject, URLSessionDataDelegate, @unchecked Sendable 
         case completed(Int?)
     }
 
-    private let lock = NSLock()
-    private var recorded: [Event] = []
-    private var waiters: [(id: Int, predicate: @Sendable ([Event]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = []
-    private var nextID = 0
+    private let log = Watched<[Event]>([])
     /// Whether redirects are followed (else the 3xx is the task's response).
     let followRedirects: Bool
     /// The credential given to an authentication challenge; nil cancels the challenge.
@@ -138,7 +135,7 @@ final class TaskRecorder: NSObject, URLSessionDataDelegate, @unchecked Sendable 
         self.credential = credential
     }
 
-    var events: [Event] { lock.withLock { recorded } }
+    var events: [Event] { log.value }
     var response: HTTPURLResponse? {
         events.lazy.compactMap { if case .response(let response) = $0 { response } else { nil } }.first
     }
@@ -151,34 +148,12 @@ final class TaskRecorder: NSObject, URLSessionDataDelegate, @unchecked Sendable 
     var dataEvents: Int { events.filter { if case .data = $0 { true } else { false } }.count }
 
     private func record(_ event: Event) {
-        let ready: [CheckedContinuation<Bool, Never>] = lock.withLock {
-            recorded.append(event)
-            let matched = waiters.filter { $0.predicate(recorded) }
-            waiters.removeAll { waiter in matched.contains { $0.id == waiter.id } }
-            return matched.map(\.continuation)
-        }
-        for continuation in ready { continuation.resume(returning: true) }
+        log.update { $0.append(event) }
     }
 
     /// Waits until `predicate` holds for the events so far; false after `timeout` seconds.
     func wait(timeout: TimeInterval = 10, until predicate: @escaping @Sendable ([Event]) -> Bool) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let id: Int? = lock.withLock {
-                if predicate(recorded) { return nil }
-                nextID += 1
-                waiters.append((nextID, predicate, continuation))
-                return nextID
-            }
-            guard let id else { continuation.resume(returning: true); return }
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
-                guard let self else { return }
-                let waiter = self.lock.withLock { () -> CheckedContinuation<Bool, Never>? in
-                    guard let index = self.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                    return self.waiters.remove(at: index).continuation
-                }
-                waiter?.resume(returning: false)
-            }
-        }
+        await log.wait(timeout: timeout, until: predicate)
     }
 
     func waitForResponse() async -> Bool {

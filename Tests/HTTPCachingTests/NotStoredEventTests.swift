@@ -74,8 +74,8 @@ struct NotStoredEventTests {
 
     @Test("a store write that fails says so, and the caller still gets its answer; the next request tries again")
     func storeFailed() async throws {
-        let store = try IOPathStore()
-        store.failsWrites = true
+        let store = ioPathStore()
+        store.beforeWrite = { _ in throw WriteFailed() }
         let h = try Harness(store: store)
         h.origin.route("/w", response: .init(headers: [("Cache-Control", "max-age=60")], text: "w"))
         for _ in 0..<2 {
@@ -87,7 +87,7 @@ struct NotStoredEventTests {
         }
         #expect(failures.count == 2)
         #expect(failures.allSatisfy { $0.contains("the disk is full") }, "\(failures)")
-        store.failsWrites = false
+        store.beforeWrite = nil
         _ = try await h.get("/w")
         #expect(try await h.get("/w").status == .fresh)
     }

@@ -21,55 +21,27 @@ final class TestClock: Sendable {
 }
 
 /// Records a cache's events and lets a test wait for one, with a timeout, without sleeping.
-final class EventRecorder: @unchecked Sendable {
-    private let lock = NSLock()
-    private var recorded: [CacheEvent] = []
-    private var waiters: [(id: Int, predicate: ([CacheEvent]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = []
-    private var nextID = 0
-    private var observation: CacheObservation?
+final class EventRecorder: Sendable {
+    private let log = Watched<[CacheEvent]>([])
+    private let observation: CacheObservation
 
     init(_ cache: HTTPCache) {
-        observation = cache.observe { [weak self] in self?.append($0) }
+        let log = self.log
+        observation = cache.observe { event in log.update { $0.append(event) } }
     }
 
-    deinit { observation?.cancel() }
+    deinit { observation.cancel() }
 
-    var events: [CacheEvent] { lock.withLock { recorded } }
+    var events: [CacheEvent] { log.value }
     var kinds: [CacheEvent.Kind] { events.map(\.kind) }
 
     func count(_ kind: CacheEvent.Kind) -> Int { kinds.filter { $0 == kind }.count }
 
     func count(where predicate: (CacheEvent.Kind) -> Bool) -> Int { kinds.filter(predicate).count }
 
-    private func append(_ event: CacheEvent) {
-        let ready: [CheckedContinuation<Bool, Never>] = lock.withLock {
-            recorded.append(event)
-            let matched = waiters.filter { $0.predicate(recorded) }
-            waiters.removeAll { waiter in matched.contains { $0.id == waiter.id } }
-            return matched.map(\.continuation)
-        }
-        for continuation in ready { continuation.resume(returning: true) }
-    }
-
     /// Waits until `predicate` holds for the events so far; false after `timeout` seconds.
     func wait(timeout: TimeInterval = 10, until predicate: @escaping ([CacheEvent]) -> Bool) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let id: Int? = lock.withLock {
-                if predicate(recorded) { return nil }
-                nextID += 1
-                waiters.append((nextID, predicate, continuation))
-                return nextID
-            }
-            guard let id else { continuation.resume(returning: true); return }
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
-                guard let self else { return }
-                let waiter = self.lock.withLock { () -> CheckedContinuation<Bool, Never>? in
-                    guard let index = self.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                    return self.waiters.remove(at: index).continuation
-                }
-                waiter?.resume(returning: false)
-            }
-        }
+        await log.wait(timeout: timeout, until: predicate)
     }
 
     /// Waits until `count` events of `kind` have been recorded.

@@ -4,34 +4,6 @@ import Testing
 @testable import HTTPCaching
 import HTTPCachingTestKit
 
-/// A store whose reads stop, after reading, until the test lets them go.
-final class GatedStore: ResponseStore, @unchecked Sendable {
-    let inner: MemoryResponseStore
-    let gateReads = Mutex(false)
-    let readDone = DispatchSemaphore(value: 0)
-    let release = DispatchSemaphore(value: 0)
-
-    init(_ inner: MemoryResponseStore) { self.inner = inner }
-
-    func entry(for key: CacheKey) throws -> CacheEntry? {
-        let entry = inner.entry(for: key)
-        if gateReads.withLock({ $0 }) {
-            readDone.signal()
-            release.wait()
-        }
-        return entry
-    }
-    func write(_ entry: CacheEntry) throws -> StoreWriteResult { inner.write(entry) }
-    func removeEntry(for key: CacheKey) throws { inner.removeEntry(for: key) }
-    func removeAll(progress: (RemovalProgress) -> Void) throws { inner.removeAll(progress: progress) }
-    func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
-        inner.removeEntries(where: predicate, progress: progress)
-    }
-    func entryInfos() throws -> [StoredEntryInfo] { inner.entryInfos() }
-    var totalBytes: Int { inner.totalBytes }
-    var entryCount: Int { inner.entryCount }
-}
-
 /// Keys a handler heard of.
 final class KeyLog: Sendable {
     private let log = Mutex<[CacheKey]>([])
@@ -43,43 +15,44 @@ final class KeyLog: Sendable {
 struct TieredResponseStoreTests {
     typealias E = StoreConformance
 
-    /// Starts a read of `key` through `tiered` that stops inside the back store, after it has read.
-    private func startGatedRead(_ tiered: TieredResponseStore, _ back: GatedStore, _ key: CacheKey) -> DispatchSemaphore {
-        back.gateReads.withLock { $0 = true }
+    /// Starts a read of `key` through `tiered` and waits until it is held inside the back
+    /// store, after reading; the read ends once the gate opens.
+    private func startHeldRead(_ tiered: TieredResponseStore, _ gate: ReadGate, _ key: CacheKey) async -> DispatchSemaphore {
         let finished = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             _ = try? tiered.entry(for: key)
             finished.signal()
         }
-        back.readDone.wait()
-        back.gateReads.withLock { $0 = false }
+        await gate.readStarted()
         return finished
     }
 
     @Test("a removal wins over a read in flight: the read does not bring the entry back into memory")
-    func removalWinsOverRead() throws {
-        let back = GatedStore(MemoryResponseStore())
+    func removalWinsOverRead() async throws {
+        let gate = ReadGate()
+        let back = gate.store()
         let tiered = TieredResponseStore(back: back)
         let entry = E.entry("/r")
-        back.inner.write(entry) // in the back store only, so a read goes there
-        let finished = startGatedRead(tiered, back, entry.key)
+        try back.inner.write(entry) // in the back store only, so a read goes there
+        let finished = await startHeldRead(tiered, gate, entry.key)
         try tiered.removeEntry(for: entry.key)
-        back.release.signal()
+        gate.open()
         finished.wait()
         #expect(tiered.entryCount == 0)
         #expect(try tiered.entry(for: entry.key) == nil, "a removed entry was served from memory")
     }
 
     @Test("a newer write wins over a read in flight")
-    func writeWinsOverRead() throws {
-        let back = GatedStore(MemoryResponseStore())
+    func writeWinsOverRead() async throws {
+        let gate = ReadGate()
+        let back = gate.store()
         let tiered = TieredResponseStore(back: back)
         let old = E.entry("/w", body: "old")
-        back.inner.write(old)
-        let finished = startGatedRead(tiered, back, old.key)
+        try back.inner.write(old)
+        let finished = await startHeldRead(tiered, gate, old.key)
         let new = E.entry("/w", body: "new")
         try tiered.write(new)
-        back.release.signal()
+        gate.open()
         finished.wait()
         #expect(try tiered.entry(for: old.key)?.body == Data("new".utf8), "an older read replaced a newer write in memory")
     }

@@ -5,6 +5,7 @@ import FoundationNetworking
 import Synchronization
 import Testing
 @testable import HTTPCaching
+import HTTPCachingTestKit
 import LoopbackOrigin
 
 /// A value under a lock that a test can wait on, with a timeout, without sleeping: each waiter
@@ -328,38 +329,52 @@ func storedCredentials(_ storage: URLCredentialStorage, host: String, port: Int,
     return found
 }
 
-/// A store that keeps entries in memory but never answers without I/O (so every hit takes the
-/// cache's I/O path and is answered from another thread), and can be told to fail its writes.
-final class IOPathStore: ResponseStore, @unchecked Sendable {
-    struct WriteFailed: Error, CustomStringConvertible {
-        var description: String { "the disk is full" }
+/// A store that keeps entries in memory but never answers without I/O, so every hit takes the
+/// cache's I/O path and is answered from another thread; its `beforeWrite` can fail writes.
+func ioPathStore() -> InstrumentedStore {
+    InstrumentedStore(MemoryResponseStore())
+}
+
+/// What a failing write throws in these tests.
+struct WriteFailed: Error, CustomStringConvertible {
+    var description: String { "the disk is full" }
+}
+
+/// Holds a store's reads until the test lets them go, and says when one has started: a slow
+/// disk or server, without a timer.
+final class ReadGate: Sendable {
+    private let gate = DispatchSemaphore(value: 0)
+    private let started = Mutex<(count: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+
+    /// A memory store whose every read waits at this gate, after reading.
+    func store(_ inner: any ResponseStore = MemoryResponseStore()) -> InstrumentedStore {
+        InstrumentedStore(inner, afterRead: { [self] _, _ in hold() })
     }
 
-    private let memory: MemoryResponseStore
-    private let failing = Mutex(false)
-
-    init(maxEntrySize: Int? = nil) throws {
-        memory = try MemoryResponseStore(byteLimit: 64 << 20, maxEntrySize: maxEntrySize)
+    /// Says a read has started, then waits until the gate opens.
+    func hold() {
+        let waiters = started.withLock { state in
+            state.count += 1
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+        gate.wait()
+        gate.signal()
     }
 
-    /// Whether writes throw `WriteFailed`.
-    var failsWrites: Bool {
-        get { failing.withLock { $0 } }
-        set { failing.withLock { $0 = newValue } }
+    /// Waits until a read has started (and is held).
+    func readStarted() async {
+        await withCheckedContinuation { continuation in
+            let already = started.withLock { state -> Bool in
+                if state.count > 0 { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if already { continuation.resume() }
+        }
     }
 
-    func entry(for key: CacheKey) throws -> CacheEntry? { memory.entry(for: key) }
-    func write(_ entry: CacheEntry) throws -> StoreWriteResult {
-        if failsWrites { throw WriteFailed() }
-        return memory.write(entry)
-    }
-    func removeEntry(for key: CacheKey) throws { memory.removeEntry(for: key) }
-    func removeAll(progress: (RemovalProgress) -> Void) throws { memory.removeAll(progress: progress) }
-    func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
-        memory.removeEntries(where: predicate, progress: progress)
-    }
-    func entryInfos() throws -> [StoredEntryInfo] { memory.entryInfos() }
-    var totalBytes: Int { memory.totalBytes }
-    var entryCount: Int { memory.entryCount }
-    var maxEntrySize: Int { memory.maxEntrySize }
+    /// Lets every read through, now and later.
+    func open() { gate.signal() }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import LoopbackOrigin
 
@@ -13,22 +14,25 @@ struct DemoProcessTests {
 
     /// Runs `cache-demo` with arguments, without blocking the test's thread.
     static func run(_ arguments: [String]) async throws -> Run {
-        let process = Process()
-        process.executableURL = builtExecutable(named: "cache-demo")
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        return try await withCheckedThrowingContinuation { continuation in
+        try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 do {
-                    try process.run()
-                    let out = output.fileHandleForReading.readDataToEndOfFile()
-                    let err = errors.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    continuation.resume(returning: Run(status: process.terminationStatus,
+                    let process = try ChildProcess(builtExecutable(named: "cache-demo").path, arguments,
+                                                   output: .pipe, errors: .pipe)
+                    // Standard error read beside standard output, so neither pipe fills and stalls the demo.
+                    let errors = Mutex(Data())
+                    let read = DispatchSemaphore(value: 0)
+                    DispatchQueue.global().async {
+                        let data = process.errors!.readDataToEndOfFile()
+                        errors.withLock { $0 = data }
+                        read.signal()
+                    }
+                    let out = process.output!.readDataToEndOfFile()
+                    read.wait()
+                    _ = process.waitForExit(timeout: .infinity)
+                    continuation.resume(returning: Run(status: process.exitStatus ?? -1,
                                                        output: String(decoding: out, as: UTF8.self),
-                                                       errors: String(decoding: err, as: UTF8.self)))
+                                                       errors: String(decoding: errors.withLock { $0 }, as: UTF8.self)))
                 } catch {
                     continuation.resume(throwing: error)
                 }

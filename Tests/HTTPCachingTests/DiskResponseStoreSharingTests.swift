@@ -10,22 +10,15 @@ import HTTPCachingTestKit
 
 /// A run of `store-stress-worker`, its output read line by line as it comes.
 final class Worker: @unchecked Sendable {
-    let process = Process()
-    private let input = Pipe()
+    let process: ChildProcess
     /// Lines read and not yet taken, and whether the output has ended.
     private let output = Mutex<(lines: [String], ended: Bool)>(([], false))
     private let arrived = DispatchSemaphore(value: 0)
-    private let ended = DispatchSemaphore(value: 0)
 
     init(_ arguments: [String]) throws {
-        process.executableURL = builtExecutable(named: "store-stress-worker")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardInput = input
-        process.terminationHandler = { [ended] _ in ended.signal() }
-        try process.run()
-        let handle = pipe.fileHandleForReading
+        process = try ChildProcess(builtExecutable(named: "store-stress-worker").path, arguments,
+                                   input: .pipe, output: .pipe, errors: .inherit)
+        let handle = process.output!
         DispatchQueue.global().async { [self] in
             var pending = Data()
             while true {
@@ -68,23 +61,22 @@ final class Worker: @unchecked Sendable {
     }
 
     func send(_ line: String) {
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+        process.input!.write(Data((line + "\n").utf8))
     }
 
     func closeInput() {
-        try? input.fileHandleForWriting.close()
+        try? process.input!.close()
     }
 
     func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
     }
 
     /// Waits for the process to end; false on a timeout (it is then killed).
     @discardableResult
     func waitForExit(timeout: TimeInterval = 30) -> Bool {
-        if ended.wait(timeout: .now() + timeout) == .success { return true }
-        kill()
-        ended.wait()
+        if process.waitForExit(timeout: timeout) { return true }
+        process.end(with: SIGKILL)
         return false
     }
 }
@@ -126,8 +118,8 @@ struct DiskResponseStoreSharingTests {
                     }
                     child.kill()
                     child.waitForExit()
-                    if !reached || child.process.terminationReason != .uncaughtSignal {
-                        failures.withLock { $0.append("worker \(worker) ended before its kill at \(point): status \(child.process.terminationStatus)") }
+                    if !reached || child.process.terminatingSignal != SIGKILL {
+                        failures.withLock { $0.append("worker \(worker) ended before its kill at \(point): status \(String(describing: child.process.exitStatus))") }
                         return
                     }
                     remaining -= point
@@ -139,8 +131,8 @@ struct DiskResponseStoreSharingTests {
                         return line == "done"
                     }
                     child.waitForExit()
-                    if !done || child.process.terminationStatus != 0 {
-                        failures.withLock { $0.append("worker \(worker) (seed \(seed)) failed: status \(child.process.terminationStatus) (3: it read a wrong entry)") }
+                    if !done || child.process.exitStatus != 0 {
+                        failures.withLock { $0.append("worker \(worker) (seed \(seed)) failed: status \(String(describing: child.process.exitStatus)) (3: it read a wrong entry)") }
                     }
                     remaining = 0
                 }

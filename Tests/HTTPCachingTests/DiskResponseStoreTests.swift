@@ -126,13 +126,8 @@ struct DiskResponseStoreTests {
         let executable = builtExecutable(named: "store-crash-writer")
         var verified = 0
         for round in 0..<12 {
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = [directory.path]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            _ = pipe.fileHandleForReading.availableData // "ready": the store is open
+            let process = try ChildProcess(executable.path, [directory.path], output: .pipe, errors: .inherit)
+            _ = process.output!.availableData // "ready": the store is open
             if round == 0 {
                 // Another store opens the directory while the writer runs, and reads whole entries.
                 let reader = try DiskResponseStore(directory: directory.url, byteLimit: 8 << 20, countLimit: 40)
@@ -145,14 +140,11 @@ struct DiskResponseStoreTests {
                 reader.close()
             }
             // Kill it at a random moment in its loop, and wait for it to end.
-            let pid = process.processIdentifier
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                process.terminationHandler = { _ in continuation.resume() }
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int.random(in: 5...120))) {
-                    kill(pid, SIGKILL)
-                }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int.random(in: 5...120))) {
+                process.send(SIGKILL)
             }
-            #expect(process.terminationReason == .uncaughtSignal)
+            await process.exit()
+            #expect(process.terminatingSignal == SIGKILL)
 
             let store = try DiskResponseStore(directory: directory.url, byteLimit: 8 << 20, countLimit: 40)
             for item in 0..<60 {

@@ -219,15 +219,10 @@ func runTransparencyProbe(_ arguments: [String]) throws -> [String] {
 /// Runs one of the package's probe programs in a new process, expects it to exit 0, and
 /// returns its output lines.
 func runProbe(_ name: String, _ arguments: [String]) throws -> [String] {
-    let process = Process()
-    process.executableURL = builtExecutable(named: name)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 0, "\(name) \(arguments) exited with \(process.terminationStatus)")
+    let process = try ChildProcess(builtExecutable(named: name).path, arguments, output: .pipe, errors: .inherit)
+    let output = process.output!.readDataToEndOfFile()
+    _ = process.waitForExit(timeout: .infinity)
+    #expect(process.exitStatus == 0, "\(name) \(arguments) ended with \(process.exitStatus.map { "status \($0)" } ?? "signal \(process.terminatingSignal ?? 0)")")
     return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
 }
 

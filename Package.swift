@@ -51,7 +51,7 @@ let package = Package(
         // Run by the tests as several processes sharing one store directory, some killed.
         .executableTarget(
             name: "store-stress-worker",
-            dependencies: ["HTTPCaching"],
+            dependencies: ["HTTPCaching", "HTTPCachingTestKit"],
             path: "Tests/StoreStressWorker"
         ),
     ],

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HTTPCaching
+import HTTPCachingTestKit
 
 /// The RESP2 parser and command encoding, without a server.
 @Suite("Redis RESP2 parser")

@@ -13,6 +13,7 @@
 //       Waits for a line on its input, opens the store, prints its partition secret in hex.
 import Foundation
 import HTTPCaching
+import HTTPCachingTestKit
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
@@ -132,17 +133,3 @@ enum StressBody {
     }
 }
 
-/// A small seeded generator (SeededGenerator), so a run can be repeated.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

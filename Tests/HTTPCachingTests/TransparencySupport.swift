@@ -309,12 +309,19 @@ func perform(_ kind: TaskKind, _ request: URLRequest, probe: ProbeDelegate, time
     case .asyncData, .asyncTaskDelegate:
         let session = makeSession(kind == .asyncData ? probe : nil)
         defer { session.finishTasksAndInvalidate() }
+        let outcome: Outcome
         do {
             let (data, response) = try await session.data(for: request, delegate: kind == .asyncData ? nil : probe)
-            return Outcome(response: response as? HTTPURLResponse, data: data)
+            outcome = Outcome(response: response as? HTTPURLResponse, data: data)
         } catch {
-            return Outcome(error: error)
+            outcome = Outcome(error: error)
         }
+        // data(for:) returns from the task's work queue while its delegate's calls may still
+        // wait on the session's serial delegate queue (with or without the cache): let them run.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            session.delegateQueue.addOperation { done.resume() }
+        }
+        return outcome
     }
 }
 

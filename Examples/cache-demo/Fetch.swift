@@ -11,7 +11,6 @@ enum FetchCommand {
         guard let cache = Runner.makeCache(store: options.store, windows: options.windows, policy: options.policy) else { return 1 }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
-        let refreshes = RefreshTracker(cache)
         let runner = Runner(session: URLSession(configuration: configuration))
         let table = Table(columns: [("n", 4), ("elapsed s", 9), ("cache", 11), ("status", 6), ("bytes", 9), ("ms", 8)])
 
@@ -25,6 +24,9 @@ enum FetchCommand {
             }
         }
         defer { observation.cancel() }
+        // Observers are called in the order they were added: the tracker, which lets the command
+        // end, hears of a finished refresh after its line has been printed.
+        let refreshes = RefreshTracker(cache)
 
         if !options.json {
             Output.line("fetching \(options.url.absoluteString) \(options.repeatCount) time(s); policy \(options.policy); windows: fresh \(format(options.windows.fresh, 2)) s, usable \(format(options.windows.usable, 2)) s")

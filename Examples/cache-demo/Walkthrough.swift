@@ -50,12 +50,14 @@ enum Walkthrough {
         }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
-        let refreshes = RefreshTracker(cache)
         let runner = Runner(session: URLSession(configuration: configuration))
         let observation = cache.observe { event in
             if case .refreshed = event.kind { Output.line("      -> \(event.summary)") }
         }
         defer { observation.cancel() }
+        // After the printing observer: a refresh's line is out before the tracker lets the
+        // walkthrough go on (observers are called in the order they were added).
+        let refreshes = RefreshTracker(cache)
 
         Output.line("""
         swift-http-caching walkthrough

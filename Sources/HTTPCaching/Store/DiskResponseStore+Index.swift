@@ -178,7 +178,11 @@ struct Index: Sendable {
 
     subscript(name: EntryName) -> IndexEntry? { entries[name] }
 
+    /// Adds or replaces an entry as the most recently used. The same entry put again (its own
+    /// journal line, replayed by the process that wrote it) keeps its place: replaying lines
+    /// late must not make older entries look newer than the ones written since.
     mutating func put(_ name: EntryName, _ entry: IndexEntry) {
+        if let known = entries[name], known.generation == entry.generation { return }
         var entry = entry
         clock &+= 1
         entry.access = clock

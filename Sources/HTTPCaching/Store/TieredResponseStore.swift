@@ -60,15 +60,21 @@ public final class TieredResponseStore: ResponseStore {
         return entry
     }
 
-    /// Writes to the back store, then to memory; what the back store evicts leaves memory too.
+    /// Writes to the back store, then to memory (unless the key was evicted, removed or written
+    /// again meanwhile); what the back store evicts leaves memory too.
     /// - Throws: what the back store throws (memory then drops the key).
     @discardableResult
     public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
         var result = StoreWriteResult(stored: false)
+        let stripe = Shared.stripe(of: entry.key)
+        let before = shared.versions.withLock { $0[stripe] }
         defer {
             shared.versions.withLock { versions in
-                versions[Shared.stripe(of: entry.key)] &+= 1
-                if result.stored { memory.write(entry) } else { memory.removeEntry(for: entry.key) }
+                // An eviction, removal or other write of the key during this one (the back store
+                // may evict it in the background before this returns): memory is not filled.
+                let undisturbed = versions[stripe] == before
+                versions[stripe] &+= 1
+                if result.stored && undisturbed { memory.write(entry) } else { memory.removeEntry(for: entry.key) }
             }
             shared.forget(result.evicted, in: memory)
         }

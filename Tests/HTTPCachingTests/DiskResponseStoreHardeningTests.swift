@@ -13,23 +13,28 @@ struct DiskResponseStoreHardeningTests {
     @Test("index lines with huge numbers are skipped on open, never a crash")
     func hugeNumbersInIndex() throws {
         let directory = TemporaryDirectory()
-        let store = try DiskResponseStore(directory: directory.url)
-        let a = E.entry("/a")
-        try store.write(a)
-        store.close()
         var text = ""
         for i in 0..<12 {
             let name = String(repeating: String(i, radix: 16), count: 32)
             text += "P \(name) 999999999999999999 0 1 GET http://x/\(i)\n"
             text += "A \(name) 99999999999999999999999\n"
         }
+        let reopened = try Self.reopen(directory, appending: text)
+        #expect(reopened.entryCount == 1)
+        #expect(reopened.totalBytes == E.entry("/a").byteCount)
+    }
+
+    /// A store of one entry ("/a") in `directory`, closed, `lines` appended to its index.log,
+    /// and opened again.
+    static func reopen(_ directory: TemporaryDirectory, appending lines: String) throws -> DiskResponseStore {
+        let store = try DiskResponseStore(directory: directory.url)
+        try store.write(E.entry("/a"))
+        store.close()
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path + "/index.log"))
         handle.seekToEndOfFile()
-        handle.write(Data(text.utf8))
+        handle.write(Data(lines.utf8))
         try handle.close()
-        let reopened = try DiskResponseStore(directory: directory.url)
-        #expect(reopened.entryCount == 1)
-        #expect(reopened.totalBytes == a.byteCount)
+        return try DiskResponseStore(directory: directory.url)
     }
 
     /// A journal line with the given fields and a valid checksum.
@@ -41,10 +46,6 @@ struct DiskResponseStoreHardeningTests {
     @Test("well-formed index lines with out-of-range numbers are skipped, never trusted or summed")
     func hugeNumbersWithValidChecksums() throws {
         let directory = TemporaryDirectory()
-        let store = try DiskResponseStore(directory: directory.url)
-        let a = E.entry("/a")
-        try store.write(a)
-        store.close()
         var text = ""
         for i in 0..<12 {
             let key = E.entry("/huge/\(i)").key
@@ -56,13 +57,9 @@ struct DiskResponseStoreHardeningTests {
             text += Self.checkedLine("P \(name) 10 \(stored) 99999999999999999999 - 0000000000000001 \(key.storageString)")
             text += Self.checkedLine("A \(name) 99999999999999999999")
         }
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path + "/index.log"))
-        handle.seekToEndOfFile()
-        handle.write(Data(text.utf8))
-        try handle.close()
-        let reopened = try DiskResponseStore(directory: directory.url)
+        let reopened = try Self.reopen(directory, appending: text)
         #expect(reopened.entryCount == 1)
-        #expect(reopened.totalBytes == a.byteCount)
+        #expect(reopened.totalBytes == E.entry("/a").byteCount)
         // The same through the parser alone: a size at the bound is kept, one past it is not.
         let key = E.entry("/bound").key, name = DiskResponseStore.fileName(for: key)
         let stored = String(E.base.timeIntervalSinceReferenceDate.bitPattern, radix: 16)

@@ -50,9 +50,7 @@ struct LifetimeTests {
         }
         // Invalidation ends on Foundation's queues, and nothing reports when the last
         // reference goes: look again until it has, for at most five seconds.
-        let deadline = Date().addingTimeInterval(5)
-        while weakBinding != nil && Date() < deadline { try await Task.sleep(nanoseconds: 5_000_000) }
-        #expect(weakBinding == nil, "nothing keeps the binding (and its forwarding session) alive")
+        #expect(await eventually(timeout: 5) { weakBinding == nil }, "nothing keeps the binding (and its forwarding session) alive")
     }
 
     @Test("a configuration whose urlCache was replaced after installing gets installationReleased, never another installation's cache")

@@ -400,9 +400,8 @@ struct SharedQueueFactsTests {
         let configuration = URLSessionConfiguration.ephemeral
         let first = URLSession(configuration: configuration), second = URLSession(configuration: configuration)
         defer { first.invalidateAndCancel(); second.invalidateAndCancel() }
-        let transfer = first.dataTask(with: URL(string: "http://facts.test/transfer")!)
         let other = second.dataTask(with: URL(string: "http://facts.test/other")!)
-        let transferQueue = try #require(TaskIntrospection.transferQueue(of: transfer))
+        let transferQueue = try #require(TaskIntrospection.transferQueue(of: first))
         #expect(transferQueue.label == "MultiHandle.isolation")
         let otherQueue = try #require(TaskIntrospection.workQueue(of: other))
         let overlapped = Watched<Bool?>(nil)

@@ -465,7 +465,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         binding.control.async {
             let task = self.binding.forwarding.makeTask(sending.value.0, body: sending.value.1, observer: self)
             // Its answer reaches the caller through blocks on the queue its own transfer runs on.
-            self.delivery?.follow(TaskIntrospection.transferQueue(of: task) ?? TaskIntrospection.workQueue(of: task))
+            self.delivery?.follow(self.binding.forwarding.transferQueue ?? TaskIntrospection.workQueue(of: task))
             let go = self.state.withLock { state -> Bool in
                 guard !state.stopped || self.delivery == nil else { return false }
                 state.forwardID = task.taskIdentifier

@@ -26,14 +26,21 @@ final class ForwardingSession: Sendable {
     private let router = Router()
     /// Made lazily: creating any URLSession registers Foundation's built-in protocol classes,
     /// which must not happen before the user's own `URLProtocol.registerClass` call.
-    private let state: Mutex<(configuration: URLSessionConfiguration, session: URLSession?)>
+    private let state: Mutex<State>
+
+    private struct State: @unchecked Sendable {
+        let configuration: URLSessionConfiguration
+        var session: URLSession?
+        /// The queue the session's transfers read their sockets on, read once with the session.
+        var transferQueue: DispatchQueue?
+    }
 
     init(configuration: URLSessionConfiguration) {
         let forwarding = configuration.copy() as! URLSessionConfiguration
         forwarding.protocolClasses = (forwarding.protocolClasses ?? []).filter { !($0 is CachingURLProtocol.Type) }
         forwarding.urlCache = nil
         forwarding.requestCachePolicy = .reloadIgnoringLocalCacheData
-        state = Mutex((forwarding, nil))
+        state = Mutex(State(configuration: forwarding))
     }
 
     deinit {
@@ -53,8 +60,15 @@ final class ForwardingSession: Sendable {
             queue.name = "HTTPCaching.forwarding"
             let session = URLSession(configuration: state.configuration, delegate: router, delegateQueue: queue)
             state.session = session
+            state.transferQueue = TaskIntrospection.transferQueue(of: session)
             return session
         }
+    }
+
+    /// The queue every forwarded transfer reads its socket on (`TaskIntrospection.transferQueue`);
+    /// nil before the first request, or when it cannot be read.
+    var transferQueue: DispatchQueue? {
+        state.withLock { $0.transferQueue }
     }
 
     /// The body an outgoing request carries.

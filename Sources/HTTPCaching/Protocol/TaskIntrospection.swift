@@ -26,13 +26,12 @@ enum TaskIntrospection {
         storedValue(named: "workQueue", in: task).flatMap(unwrap) as? DispatchQueue
     }
 
-    /// The serial queue the transfers of the task's session run on (its libcurl multi handle's
+    /// The serial queue a session's transfers run on (its libcurl multi handle's
     /// `MultiHandle.isolation`, under the session's work queue): every socket read happens in a
     /// block there, so while a fast transfer runs, a block queued on it takes turns with the
     /// reads, where one queued on a work queue waits for the whole transfer.
-    static func transferQueue(of task: URLSessionTask) -> DispatchQueue? {
-        guard let session = session(of: task),
-              let handle = storedValue(named: "multiHandle", in: session).flatMap(unwrap) as AnyObject?,
+    static func transferQueue(of session: URLSession) -> DispatchQueue? {
+        guard let handle = storedValue(named: "multiHandle", in: session).flatMap(unwrap) as AnyObject?,
               let queue = storedValue(named: "queue", in: handle).flatMap(unwrap) as? DispatchQueue else { return nil }
         return queue
     }

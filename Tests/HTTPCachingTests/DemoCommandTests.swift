@@ -56,12 +56,7 @@ struct DemoCommandTests {
         (["--store", "memory", "extra"], "unexpected argument"),
     ])
     func usageErrors(arguments: [String], message: String) {
-        do {
-            _ = try DemoCommand.parse(arguments)
-            Issue.record("parsed \(arguments)")
-        } catch {
-            #expect(error.description.contains(message), "\(error.description)")
-        }
+        expectUsageError(arguments, message)
     }
 
     @Test("JSON lines keep field order and escape strings")
@@ -77,5 +72,15 @@ struct DemoCommandTests {
         let refreshed = CacheEvent(kind: .refreshed(bodyChanged: true), key: key, url: URL(string: "http://a.test/"), date: Date())
         #expect(refreshed.jsonLine?.text == #"{"event":"refreshed","changed":true,"key":"GET http://a.test/","url":"http://a.test/"}"#)
         #expect(CacheEvent(kind: .served(.fresh), key: key, url: nil, date: Date()).jsonLine == nil)
+    }
+}
+
+/// Expects `arguments` to be refused by the demo's parser with an error that says `message`.
+func expectUsageError(_ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    do {
+        _ = try DemoCommand.parse(arguments)
+        Issue.record("parsed \(arguments)", sourceLocation: sourceLocation)
+    } catch {
+        #expect(error.description.contains(message), "\(error.description)", sourceLocation: sourceLocation)
     }
 }

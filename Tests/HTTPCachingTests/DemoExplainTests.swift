@@ -33,12 +33,7 @@ struct DemoExplainTests {
         (["fetch", "http://a.test", "-H", "A: b"], "unknown option"),
     ])
     func usageErrors(arguments: [String], message: String) {
-        do {
-            _ = try DemoCommand.parse(arguments)
-            Issue.record("parsed \(arguments)")
-        } catch {
-            #expect(error.description.contains(message), "\(error.description)")
-        }
+        expectUsageError(arguments, message)
     }
 
     @Test("explain reads the store and fetches nothing; --fetch-first fetches once, then explains the entry")

@@ -49,6 +49,9 @@ struct CacheTransactionTests {
             case .finish: "finish"
             case .fail(let error): "fail(\(error.isCancellation ? "cancelled" : String(describing: error).prefix(40)))"
             case .store(let entry): "store(\(String(decoding: entry.body, as: UTF8.self))\(entry.key.variant == nil ? "" : ", variant"))"
+            case .storeInMemory(let entry):
+                "storeInMemory(\(String(decoding: entry.body, as: UTF8.self))\(entry.key.variant == nil ? "" : ", variant"))"
+            case .askToStore(let entry): "askToStore(\(String(decoding: entry.body, as: UTF8.self)))"
             case .remove: "remove"
             case .invalidate(let urls): "invalidate(\(urls.map(\.path).joined(separator: ",")))"
             case .refresh: "refresh"

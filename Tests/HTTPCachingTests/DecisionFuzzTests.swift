@@ -196,6 +196,8 @@ struct DecisionFuzzTests {
         case .finish: "finish"
         case .fail: "fail"
         case .store: "store"
+        case .storeInMemory: "storeInMemory"
+        case .askToStore: "askToStore"
         case .remove: "remove"
         case .invalidate: "invalidate"
         case .refresh: "refresh"
@@ -293,8 +295,10 @@ struct DecisionFuzzTests {
                         if ended || responded || served { problem("a second head, or one after the end") }
                         if refresh { problem("a refresh responds") }
                         responded = true
-                    case .store:
+                    case .store, .storeInMemory:
                         if ended { problem("store after finish") }
+                    case .askToStore:
+                        problem("asked a delegate that no context has")
                     case .remove:
                         if ended { problem("remove after the end") }
                         if !removalAllowed { problem("remove on \(input)") }

@@ -309,18 +309,6 @@ struct EndToEndTests {
         #expect(h.recorder.events.isEmpty)
     }
 
-    @Test("a download task on a caching session ends in a clear error, without crashing")
-    func downloadTask() async throws {
-        let h = try Harness()
-        h.origin.route("/file", response: .init(text: "content"))
-        let error: (any Error)? = await withCheckedContinuation { continuation in
-            h.session.downloadTask(with: h.origin.url("/file")) { _, _, error in continuation.resume(returning: error) }.resume()
-        }
-        #expect((error as? CachingError) == .downloadTaskUnsupported)
-        #expect(error?.localizedDescription.contains("data task") == true)
-        #expect(h.origin.requestCount() == 0)
-    }
-
     @Test("events arrive on an AsyncStream too")
     func asyncStream() async throws {
         let h = try Harness()

@@ -338,7 +338,15 @@ public final class HTTPCache: Sendable {
         (try? write(entry, reporting: false)) ?? false
     }
 
-    private func write(_ entry: CacheEntry, reporting: Bool) throws -> Bool {
+    /// Writes an entry to the store's memory only (a delegate's `.allowedInMemoryOnly`),
+    /// reporting as `write`; a store that keeps nothing in memory stores nothing
+    /// (`notStored(.memoryOnly)`).
+    @discardableResult
+    func writeInMemory(_ entry: CacheEntry) -> Bool {
+        (try? write(entry, reporting: false, inMemoryOnly: true)) ?? false
+    }
+
+    private func write(_ entry: CacheEntry, reporting: Bool, inMemoryOnly: Bool = false) throws -> Bool {
         var entry = entry
         var dropped: [CacheKey] = []
         if entry.key.variant == nil {
@@ -348,7 +356,15 @@ public final class HTTPCache: Sendable {
         }
         let result: StoreWriteResult
         do {
-            result = try store.write(entry)
+            if inMemoryOnly {
+                guard let written = try store.writeInMemory(entry) else {
+                    emit(.notStored(.memoryOnly), entry.key, entry.url)
+                    return false
+                }
+                result = written
+            } else {
+                result = try store.write(entry)
+            }
         } catch {
             emit(.storeFailed(reason: "write: \(error)"), entry.key, entry.url)
             if reporting { throw error }

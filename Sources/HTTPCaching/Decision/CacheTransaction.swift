@@ -41,6 +41,9 @@ struct CacheTransaction {
         var credentialed = false
         /// Windows set ahead of time for this key (`HTTPCache.setWindows`).
         var entryWindows: CacheWindows?
+        /// Whether the caller's delegate is asked before its answer is stored
+        /// (`willCacheResponse`): a data task whose delegate Foundation would ask.
+        var asksDelegateBeforeStoring = false
     }
 
     /// What the plumbing does, in order.
@@ -63,6 +66,11 @@ struct CacheTransaction {
         case fail(TransactionError)
         /// Write an entry.
         case store(CacheEntry)
+        /// Write an entry to the store's memory only, never to a disk or a server.
+        case storeInMemory(CacheEntry)
+        /// Ask the caller's delegate whether, and what, to store (`willCacheResponse`), then
+        /// feed its answer to `delegateAnswered`.
+        case askToStore(CacheEntry)
         /// Remove the entry stored under a key.
         case remove(CacheKey)
         /// Remove the stored GETs of these URLs, with the request's credentials.
@@ -71,21 +79,23 @@ struct CacheTransaction {
         case refresh(CacheEntry)
     }
 
-    private enum State {
+    enum State {
         case idle
         case awaitingHead(Pending)
         case receiving(Receiving)
+        /// The whole answer is in; the caller's delegate decides what is stored.
+        case askingDelegate(Asking)
         case done
     }
 
-    private struct Pending {
+    struct Pending {
         var plan: ForwardPlan
         var entry: CacheEntry?
         var conditional: [String: String]
         var retriedUnconditionally = false
     }
 
-    private struct Receiving {
+    struct Receiving {
         var head: ResponseHead
         var plan: ForwardPlan
         var storing: Bool
@@ -93,19 +103,26 @@ struct CacheTransaction {
         var previous: CacheEntry?
     }
 
-    private(set) var context: Context
-    private var state = State.idle
+    struct Asking {
+        var entry: CacheEntry
+        var body: Data
+    }
+
+    var context: Context
+    var state = State.idle
+    /// Whether the caller went away and the answer goes on for others (`detach()`).
+    var detached = false
 
     init(_ context: Context) {
         self.context = context
     }
 
-    private var streaming: Bool {
+    var streaming: Bool {
         if case .foreground(let streaming) = context.role { return streaming }
         return false
     }
 
-    private var isRefresh: Bool {
+    var isRefresh: Bool {
         if case .refresh = context.role { return true }
         return false
     }
@@ -113,6 +130,12 @@ struct CacheTransaction {
     /// Whether the transaction has ended: later inputs are ignored.
     var isDone: Bool {
         if case .done = state { return true }
+        return false
+    }
+
+    /// Whether the answer being received is to be stored (so far: it may still grow too large).
+    var storesAnswer: Bool {
+        if case .receiving(let receiving) = state { return receiving.storing }
         return false
     }
 
@@ -230,6 +253,10 @@ struct CacheTransaction {
             actions.append(.remove(entry.key)) // superseded by an answer that may not be stored
         }
         if let reason { actions.append(.emit(.notStored(reason))) }
+        if detached && !storing {
+            state = .done // nobody to deliver to, nothing to store
+            return actions + [.cancelForward]
+        }
         state = .receiving(Receiving(head: head, plan: plan, storing: storing, previous: pending.entry))
         if isRefresh { return actions }
         let status: CacheStatus = storing ? plan.status : .bypass
@@ -254,6 +281,10 @@ struct CacheTransaction {
         if receiving.storing && receiving.body.count + chunk.count > context.maxEntrySize {
             receiving.storing = false
             actions.append(.emit(.notStored(.tooLarge(bytes: receiving.body.count + chunk.count, limit: context.maxEntrySize))))
+            if detached {
+                state = .done // nobody to deliver to, nothing to store
+                return actions + [.cancelForward]
+            }
             if streaming || isRefresh { receiving.body = Data() }
         }
         if receiving.storing || (!streaming && !isRefresh) {
@@ -272,25 +303,59 @@ struct CacheTransaction {
         var stored: CacheEntry?
         if receiving.storing {
             let entry = makeEntry(receiving.head, body: receiving.body, now: now)
-            if let chosen = context.configuration.responseCacher.apply(context.request, entry) {
-                var chosen = chosen
+            if var chosen = context.configuration.responseCacher.apply(context.request, entry) {
                 chosen.usefulUntil = CacheDecision.usefulUntil(chosen, configuration: context.configuration)
+                if context.asksDelegateBeforeStoring, case .foreground = context.role {
+                    state = .askingDelegate(Asking(entry: chosen, body: receiving.body))
+                    return [.askToStore(chosen)]
+                }
                 stored = chosen
                 actions += storing(chosen)
             } else {
                 actions.append(.emit(.notStored(.declinedByCacher)))
             }
         }
+        return actions + ending(receiving.head, body: receiving.body, stored: stored)
+    }
+
+    /// The caller's delegate answered `willCacheResponse` (`askToStore`): store what it said,
+    /// then end the caller's answer.
+    mutating func delegateAnswered(_ answer: DelegateStoreAnswer, now: Date) -> [Action] {
+        guard case .askingDelegate(let asking) = state else { return [] }
+        state = .done
+        var actions: [Action] = []
+        switch answer {
+        case .declined:
+            actions.append(.emit(.notStored(.declinedByDelegate)))
+        case .store(let replacement, let inMemoryOnly):
+            var entry = asking.entry
+            if let replacement {
+                entry.statusCode = replacement.head.statusCode
+                entry.headers = Storability.storedHeaders(of: replacement.head,
+                                                          keepingCookies: context.configuration.storesResponsesSettingCookies)
+                entry.body = replacement.body
+                entry.varyValues = Vary.values(names: Vary.names(entry.header("Vary")), headers: context.headers)
+                entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: context.configuration)
+            }
+            actions += storing(entry, inMemoryOnly: inMemoryOnly)
+        }
+        return actions + ending(nil, body: asking.body, stored: nil)
+    }
+
+    /// The last actions of an answer that came from the network, after its store writes.
+    private func ending(_ head: ResponseHead?, body: Data, stored: CacheEntry?) -> [Action] {
+        var actions: [Action] = []
         switch context.role {
         case .refresh(let previous):
             actions.append(.finish)
             if let stored {
                 actions.append(.emit(.refreshed(bodyChanged: stored.body != previous.body)))
             } else {
-                actions.append(.emit(.refreshFailed(reason: "status \(receiving.head.statusCode) not stored; the stale entry was kept")))
+                let status = head.map { "status \($0.statusCode)" } ?? "the answer"
+                actions.append(.emit(.refreshFailed(reason: "\(status) not stored; the stale entry was kept")))
             }
         case .foreground(let streaming):
-            if !streaming && !receiving.body.isEmpty { actions.append(.deliver(receiving.body)) }
+            if !streaming && !body.isEmpty { actions.append(.deliver(body)) }
             actions.append(.finish)
         }
         return actions
@@ -309,7 +374,7 @@ struct CacheTransaction {
             state = .done
             if error.isCancellation { return [] }
             return isRefresh ? [.finish, .emit(.refreshFailed(reason: error.description))] : [.fail(error)]
-        case .idle, .done:
+        case .idle, .done, .askingDelegate:
             state = .done
             return []
         }
@@ -321,133 +386,27 @@ struct CacheTransaction {
         case .awaitingHead, .receiving:
             state = .done
             return [.cancelForward]
-        case .idle, .done:
+        case .idle, .done, .askingDelegate:
             state = .done
             return []
         }
     }
 
-    // MARK: - Steps
-
-    private mutating func passThrough(_ head: ResponseHead, plan: ForwardPlan) -> [Action] {
-        var actions: [Action] = []
-        if plan.invalidates && (200..<400).contains(head.statusCode) {
-            actions.append(.invalidate(Self.invalidatedURLs(request: context.request, response: head)))
+    /// The caller went away while other requests wait for this answer: it goes on without a
+    /// caller while it may still be stored (the waiting requests get the entry), and is
+    /// cancelled as soon as it cannot.
+    mutating func detach() -> [Action] {
+        switch state {
+        case .awaitingHead(let pending) where pending.plan.store && !pending.plan.passThrough:
+            break
+        case .receiving(let receiving) where receiving.storing:
+            break
+        default:
+            return cancel()
         }
-        state = .receiving(Receiving(head: head, plan: plan, storing: false))
-        if isRefresh { return actions }
-        let disposition = Disposition(status: .bypass, forward: plan.reason, forwardStatus: head.statusCode)
-        return actions + [.emit(.served(.bypass)), .respond(head, disposition)]
-    }
-
-    /// A 304 or 206 the cache did not ask for: a bad answer, treated as a network error.
-    private mutating func badResponse(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
-        state = .done
-        let error = TransactionError.badResponse(status: head.statusCode)
-        if isRefresh { return [.cancelForward, .finish, .emit(.refreshFailed(reason: error.description))] }
-        if pending.plan.fallback, let entry = pending.entry {
-            return fallback(entry, status: head.statusCode, now: now, detail: error.description)
-        }
-        return [.cancelForward, .emit(.served(pending.plan.status)), .fail(error)]
-    }
-
-    private mutating func fallback(_ entry: CacheEntry, status: Int?, now: Date, detail: String? = nil) -> [Action] {
-        state = .done
-        let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
-        let age = CacheDecision.servedAge(of: entry, policy: policy, now: now)
-        let disposition = Disposition(status: .fallback, forward: .stale, forwardStatus: status, age: age,
-                                      detail: detail ?? status.map { "the origin answered \($0)" })
-        return [.cancelForward, .emit(.served(.fallback)), .serve(entry, .whole, disposition)]
-    }
-
-    /// The writes for an entry: under its URL, and under its variant when it has a `Vary`.
-    private func storing(_ entry: CacheEntry) -> [Action] {
-        let names = Vary.names(entry.header("Vary")).filter { $0 != "*" }
-        guard !names.isEmpty else { return [.store(entry)] }
-        var variant = entry
-        variant.key = entry.key.primary
-        variant.key.variant = Vary.variantName(names: names, headers: context.headers)
-        var primary = entry
-        primary.key = entry.key.primary
-        return [.store(variant), .store(primary)]
-    }
-
-    private func makeEntry(_ head: ResponseHead, body: Data, now: Date) -> CacheEntry {
-        let names = Vary.names(head.header("Vary"))
-        return CacheEntry(key: context.key.primary,
-                          url: CacheKey.removingUserinfo(head.url), // the response's URL carries the request's userinfo
-                          statusCode: head.statusCode,
-                          headers: Storability.storedHeaders(of: head, keepingCookies: context.configuration.storesResponsesSettingCookies),
-                          body: body,
-                          storedAt: now,
-                          windows: context.entryWindows,
-                          varyValues: Vary.values(names: names, headers: context.headers))
-    }
-
-    /// The URLs an unsafe request's non-error answer invalidates (RFC 9111 section 4.4): its
-    /// own, and those in `Location` and `Content-Location` when they share its origin.
-    static func invalidatedURLs(request: URLRequest, response: ResponseHead) -> [URL] {
-        guard let target = request.url else { return [] }
-        var urls = [target]
-        for name in ["Location", "Content-Location"] {
-            guard let value = response.header(name), let url = URL(string: value, relativeTo: target)?.absoluteURL,
-                  url.scheme?.lowercased() == target.scheme?.lowercased(), url.host?.lowercased() == target.host?.lowercased(),
-                  url.port == target.port else { continue }
-            if !urls.contains(url) { urls.append(url) }
-        }
-        return urls
-    }
-}
-
-/// Why a transaction failed its caller.
-enum TransactionError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The network failed with this error.
-    case network(NetworkError)
-    /// The origin answered 304 or 206 to a request that did not ask for one.
-    case badResponse(status: Int)
-    /// The cache itself refused.
-    case caching(CachingError)
-
-    /// An error from the network, as the transaction keeps it.
-    init(_ error: any Error) {
-        self = .network(NetworkError(error))
-    }
-
-    var isCancellation: Bool {
-        if case .network(let error) = self { return error.value.domain == NSURLErrorDomain && error.value.code == NSURLErrorCancelled }
-        return false
-    }
-
-    var description: String {
-        switch self {
-        case .network(let error): error.value.localizedDescription
-        case .badResponse(let status): "the origin answered \(status) to a request that did not ask for one"
-        case .caching(let error): error.errorDescription ?? "\(error)"
-        }
-    }
-
-    /// The error a caller receives.
-    var error: any Error {
-        switch self {
-        case .network(let error):
-            return error.error
-        case .badResponse:
-            return URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: description])
-        case .caching(let error):
-            return error
-        }
-    }
-}
-
-/// A network error as it came, compared by domain and code.
-struct NetworkError: @unchecked Sendable, Equatable {
-    /// The error itself, handed to the caller unchanged.
-    let error: any Error
-    var value: NSError { error as NSError }
-
-    init(_ error: any Error) { self.error = error }
-
-    static func == (lhs: NetworkError, rhs: NetworkError) -> Bool {
-        lhs.value.domain == rhs.value.domain && lhs.value.code == rhs.value.code
+        detached = true
+        context.role = .foreground(streaming: true) // nothing is kept for delivery
+        context.asksDelegateBeforeStoring = false // there is no caller to ask
+        return []
     }
 }

@@ -25,6 +25,11 @@ public enum NotStoredReason: Sendable, Hashable, CustomStringConvertible {
     case tooLarge(bytes: Int, limit: Int)
     /// The configuration's `responseCacher` declined it.
     case declinedByCacher
+    /// The caller's delegate answered `willCacheResponse` with nil, or with a response whose
+    /// storage policy is `.notAllowed`.
+    case declinedByDelegate
+    /// The caller's delegate allowed it in memory only, and the store keeps nothing in memory.
+    case memoryOnly
     /// The caller's own conditional or range request: its answer passes through untouched.
     case passThrough
 
@@ -41,6 +46,8 @@ public enum NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .credentials: "the request carries credentials (storesCredentialedResponses is false)"
         case .tooLarge(let bytes, let limit): "the response (\(bytes) bytes) is larger than the store's entry limit (\(limit) bytes)"
         case .declinedByCacher: "the configuration's responseCacher declined it"
+        case .declinedByDelegate: "the task's delegate declined it in willCacheResponse"
+        case .memoryOnly: "the task's delegate allowed it in memory only, and the store keeps nothing in memory"
         case .passThrough: "the caller's own conditional or range request passes through untouched"
         }
     }
@@ -60,6 +67,8 @@ extension NotStoredReason {
         case .credentials: "not-stored-credentials"
         case .tooLarge: "not-stored-too-large"
         case .declinedByCacher: "not-stored-declined"
+        case .declinedByDelegate: "not-stored-declined-by-delegate"
+        case .memoryOnly: "not-stored-memory-only"
         case .passThrough: "pass-through"
         }
     }

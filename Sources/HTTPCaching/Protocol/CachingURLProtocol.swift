@@ -14,14 +14,24 @@ import FoundationNetworking
 ///
 /// Every method is handled: GET and HEAD are answered from the cache when they can be; other
 /// methods go to the network through the cache, so their answers can invalidate what is
-/// stored. Download tasks cannot be served by a custom protocol on Linux
-/// (swift-corelibs-foundation crashes delivering to them); on a caching session they fail at
-/// once with `CachingError.downloadTaskUnsupported`.
+/// stored. Download tasks run on Foundation's own HTTP class (a custom protocol cannot hand a
+/// file to a download task on Linux); what they download is stored when it is storable.
 public class CachingURLProtocol: URLProtocol {
     /// The protocol property that marks a request this cache forwarded.
     static let handledKey = "HTTPCaching.handled"
 
-    private var exchange: Exchange?
+    /// What answers the task, made by the first `startLoading`. Only read and written on the
+    /// task's work queue, where Foundation calls `startLoading` and `stopLoading`.
+    private var route: Route?
+
+    private enum Route {
+        /// The cache's own exchange (data and upload tasks).
+        case exchange(Exchange)
+        /// Foundation's own HTTP class on the caller's task (download tasks).
+        case foundation(FoundationHandOff)
+        /// Failed at once; nothing more happens.
+        case failed
+    }
 
     /// A protocol class bound to a cache, forwarding with a copy of `configuration`'s
     /// settings, for `URLProtocol.registerClass` or a hand-built `protocolClasses`. Each call
@@ -45,34 +55,58 @@ public class CachingURLProtocol: URLProtocol {
         request
     }
 
-    /// Answers from the cache or starts the forwarded request. Runs on Foundation's shared
-    /// URLSession queue: no store I/O happens here unless the store answers from memory.
+    /// Answers from the cache or starts the forwarded request; for a download task, starts
+    /// Foundation's own HTTP class on it. Runs on the task's work queue, under Foundation's
+    /// shared URLSession queue: no store I/O happens here unless the store answers from memory.
+    ///
+    /// Foundation calls it again on `resume()` of a running task (Alamofire's `cancel()` does
+    /// that) and after `suspend()`: the task keeps its one exchange, which goes on.
     override public func startLoading() {
+        switch route {
+        case .exchange(let exchange)?: return exchange.resume()
+        case .foundation(let handOff)?: return handOff.start()
+        case .failed?: return
+        case nil: break
+        }
+        // Cancelled or suspended before this queued start ran: nothing goes out. A later
+        // `resume()` starts it again.
+        if let task, task.state != .running { return }
         let delivery = Delivery(protocol: self, client: client)
         delivery.inline {
-            if task is URLSessionDownloadTask {
-                return delivery.fail(CachingError.downloadTaskUnsupported)
-            }
             let session = BindingRegistry.needsSessionCheck(type(of: self)) ? task.flatMap(TaskIntrospection.session(of:)) : nil
             guard let binding = BindingRegistry.binding(for: type(of: self), session: session) else {
+                route = .failed
                 return delivery.fail(CachingError.installationReleased)
             }
+            if let task, task is URLSessionDownloadTask, let client,
+               let handOff = FoundationHandOff(task: task, client: client, binding: binding) {
+                route = .foundation(handOff)
+                return handOff.start()
+            }
             let exchange = Exchange(request: request, task: task, session: session, binding: binding, delivery: delivery)
-            self.exchange = exchange
+            route = .exchange(exchange)
             exchange.begin()
         }
     }
 
-    /// Stops answering: nothing reaches the client any more.
+    /// Stops answering on `cancel()`: nothing reaches the client any more, and the request in
+    /// flight is cancelled unless other requests wait for its answer. On `suspend()` the
+    /// answer waits for `resume()`; the request in flight goes on (sending it again would send
+    /// an unsafe method twice).
     override public func stopLoading() {
-        exchange?.stop()
+        let suspending = task?.state == .suspended
+        switch route {
+        case .exchange(let exchange)?: if !suspending { exchange.stop() }
+        case .foundation(let handOff)?: suspending ? handOff.suspend() : handOff.stop()
+        case .failed?, nil: break
+        }
     }
 }
 
 /// Errors the cache itself reports to a task.
 public enum CachingError: Error, LocalizedError, Equatable, Sendable {
-    /// A download task reached the cache; custom protocols cannot serve download tasks on
-    /// Linux. Use a data task on a caching session.
+    /// A download task reached the cache and Foundation's own HTTP class, which runs download
+    /// tasks, could not be found among `URLSessionConfiguration.default.protocolClasses`.
     case downloadTaskUnsupported
     /// The request forbade the network (`Cache-Control: only-if-cached`, or the cache-only
     /// policy) and nothing stored may answer it: HTTP's 504 for only-if-cached.
@@ -95,7 +129,7 @@ public enum CachingError: Error, LocalizedError, Equatable, Sendable {
     public var errorDescription: String? {
         switch self {
         case .downloadTaskUnsupported:
-            "download tasks cannot be served through CachingURLProtocol on Linux; use a data task"
+            "Foundation's own HTTP class, which runs download tasks, could not be found"
         case .notCached:
             "no stored response may answer this request, and it forbids the network (only-if-cached)"
         case .unknownPolicy(let name):

@@ -143,11 +143,14 @@ final class Delivery: Sendable {
         guard !data.isEmpty else { return }
         let direct = state.withLock { state -> Bool in
             guard let stream = state.stream else { return false }
-            guard let target = state.target, target.task?.state == .running else { return true }
-            if state.responded {
+            guard let target = state.target, let task = target.task else { return true }
+            switch task.state {
+            case .running where state.responded:
                 Self.hand(data, to: stream)
-            } else {
-                state.early.append(data)
+            case .running, .suspended:
+                state.early.append(data) // handed over after the response, or on resuming
+            default:
+                break
             }
             return true
         }
@@ -190,6 +193,22 @@ final class Delivery: Sendable {
             state.target = nil
             state.early = []
         }
+    }
+
+    /// The task was resumed after `suspend()` (on its work queue, in `startLoading`): what
+    /// waited meanwhile goes out now, in order.
+    func resume() {
+        let calls = state.withLock { state -> Bool in
+            guard state.target != nil, !state.scheduled else { return false }
+            if let stream = state.stream, state.responded {
+                for chunk in state.early { Self.hand(chunk, to: stream) }
+                state.early = []
+            }
+            if state.waiting.isEmpty { return false }
+            state.scheduled = true
+            return true
+        }
+        if calls { runWaiting() }
     }
 
     /// On the work queue, right after the response reached the client: the chunks that came
@@ -238,34 +257,62 @@ final class Delivery: Sendable {
         }
     }
 
-    /// On the work queue: every waiting call, in order, and those that arrive meanwhile.
+    /// On the work queue: every waiting call, in order, and those that arrive meanwhile; they
+    /// stay waiting while the task is suspended, until `resume()`.
     private func runWaiting() {
         while true {
-            let calls = state.withLock { state -> [Call] in
-                if state.waiting.isEmpty { state.scheduled = false }
-                defer { state.waiting.removeAll() }
-                return state.waiting
+            let next = state.withLock { state -> (call: Call, target: Target)? in
+                guard !state.waiting.isEmpty else {
+                    state.scheduled = false
+                    return nil
+                }
+                switch Self.live(&state, closing: state.waiting[0].closing) {
+                case .run(let target):
+                    return (state.waiting.removeFirst(), target)
+                case .hold:
+                    state.scheduled = false
+                    return nil
+                case .closed:
+                    state.waiting.removeAll()
+                    state.scheduled = false
+                    return nil
+                }
             }
-            if calls.isEmpty { return }
-            for (closing, call) in calls { run(closing: closing, call) }
+            guard let next else { return }
+            next.call.call(next.target)
         }
     }
 
     /// On the work queue: the call, if the path is still open and the task running.
     private func run(closing: Bool, _ call: (Target) -> Void) {
-        guard let target = state.withLock({ Self.live(&$0, closing: closing) }) else { return }
+        guard case .run(let target) = state.withLock({ Self.live(&$0, closing: closing) }) else { return }
         call(target)
     }
 
-    /// The target, if its task is still running (closing the path if `closing`); else closes
-    /// the path and answers nil.
-    private static func live(_ state: inout State, closing: Bool) -> Target? {
-        guard let current = state.target else { return nil }
-        let running = current.task.map { $0.state == .running } ?? true
-        if closing || !running {
+    private enum Liveness {
+        case run(Target)
+        /// The task is suspended: the call waits for `resume()`.
+        case hold
+        case closed
+    }
+
+    /// The target, if its task is still running (closing the path if `closing`); `hold` while
+    /// it is suspended; else closes the path.
+    private static func live(_ state: inout State, closing: Bool) -> Liveness {
+        guard let current = state.target else { return .closed }
+        switch current.task?.state ?? .running {
+        case .running:
+            if closing {
+                state.target = nil
+                state.early = []
+            }
+            return .run(current)
+        case .suspended:
+            return .hold
+        default:
             state.target = nil
             state.early = []
+            return .closed
         }
-        return running ? current : nil
     }
 }

@@ -60,12 +60,20 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
                 guard !loaded else { return }
                 loaded = true
                 if _session == nil { _session = TaskIntrospection.session(of: task) }
-                if let session = _session, session.delegate is URLSessionDataDelegate {
+                if let session = _session {
                     let found = TaskIntrospection.registration(of: task, session: session)
                     registration = found
                     _streaming = found.delivery == .delegate
                 }
             }
+        }
+
+        /// The delegate Foundation would ask before storing a data task's answer
+        /// (`willCacheResponse`): the one given to `data(for:delegate:)`, else the task's own,
+        /// else the session's, when it is a data delegate. Read after `load()`.
+        var cacheDelegate: URLSessionDataDelegate? {
+            guard task is URLSessionDataTask, !(task is URLSessionUploadTask) else { return nil }
+            return lock.withLock { registration?.delegate } as? URLSessionDataDelegate
         }
 
         /// The delegates the session registered for the task, read once; on the task's work
@@ -100,10 +108,10 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     let binding: ProtocolBinding
     let cache: HTTPCache
     private let delivery: Delivery?
-    private let outer: Outer?
-    private let state: Mutex<State>
+    let outer: Outer?
+    let state: Mutex<State>
 
-    private struct State {
+    struct State {
         var transaction: CacheTransaction
         var hop: Hop
         var forwardID: Int?
@@ -125,7 +133,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     /// A response held back from the caller until a redirect or a challenge is decided.
-    private struct Held {
+    struct Held {
         enum Kind { case redirect(URLRequest), challenge }
         var kind: Kind
         var response: HTTPURLResponse
@@ -164,7 +172,11 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         guard let outer, let delivery else { return }
         outer.load()
         let streaming = outer.streaming
-        state.withLock { $0.transaction.deliverInChunks(streaming) }
+        let asks = outer.cacheDelegate != nil
+        state.withLock { state in
+            state.transaction.deliverInChunks(streaming)
+            state.transaction.context.asksDelegateBeforeStoring = asks
+        }
         if streaming, let session = outer.session { delivery.streamToDelegate(session: session) }
     }
 
@@ -214,6 +226,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             guard !state.stopped else { return [] }
             state.hop.key = key
             var context = Self.context(state.hop, role: state.transaction.context.role, binding: binding)
+            context.asksDelegateBeforeStoring = state.transaction.context.asksDelegateBeforeStoring
             if storeUnavailable { context.configuration.storesCredentialedResponses = false }
             state.transaction = CacheTransaction(context)
             return state.transaction.start(entry: entry, otherVariant: otherVariant, now: now)
@@ -256,14 +269,21 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     // MARK: - Inputs
 
+    /// The caller's task was resumed after a suspension: what waited goes to it now.
+    func resume() {
+        delivery?.resume()
+    }
+
     /// The caller stopped (`stopLoading`): nothing reaches it any more; the request in flight
-    /// is cancelled unless others wait on it.
+    /// is cancelled unless others wait on its answer, for whom it goes on.
     func stop() {
         delivery?.stop()
+        let flights = cache.flights
         let (actions, waitingOn) = state.withLock { state -> ([CacheTransaction.Action], CacheKey?) in
             state.stopped = true
             defer { state.waitingOn = nil }
-            return (state.transaction.cancel(), state.waitingOn)
+            let othersWait = state.flight.map { flights.followers(of: $0) > 0 } ?? false
+            return (othersWait ? state.transaction.detach() : state.transaction.cancel(), state.waitingOn)
         }
         if let waitingOn { cache.flights.leave(waitingOn, self) }
         run(actions)
@@ -320,7 +340,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// Queues actions and performs them in order: one thread at a time performs an
     /// exchange's actions; store I/O moves the rest to the cache's I/O queue.
-    private func run(_ actions: [CacheTransaction.Action]) {
+    func run(_ actions: [CacheTransaction.Action]) {
         guard !actions.isEmpty else { return }
         let start = state.withLock { state -> Bool in
             state.pending += actions
@@ -354,7 +374,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     private func needsIO(_ action: CacheTransaction.Action) -> Bool {
         switch action {
-        case .store, .remove, .invalidate: !cache.storeIsInMemory
+        case .store, .storeInMemory, .remove, .invalidate: !cache.storeIsInMemory
         default: false
         }
     }
@@ -399,6 +419,10 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             delivery?.fail(error.error)
         case .store(let entry):
             if cache.write(entry) { state.withLock { if $0.stored == nil || entry.key.variant == nil { $0.stored = entry } } }
+        case .storeInMemory(let entry):
+            if cache.writeInMemory(entry) { state.withLock { if $0.stored == nil || entry.key.variant == nil { $0.stored = entry } } }
+        case .askToStore(let entry):
+            askToStore(entry)
         case .remove(let key):
             cache.remove(key, url: hop.request.url)
         case .invalidate(let urls):
@@ -467,7 +491,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             // Its answer reaches the caller through blocks on the queue its own transfer runs on.
             self.delivery?.follow(self.binding.forwarding.transferQueue ?? TaskIntrospection.workQueue(of: task))
             let go = self.state.withLock { state -> Bool in
-                guard !state.stopped || self.delivery == nil else { return false }
+                guard !state.transaction.isDone else { return false }
                 state.forwardID = task.taskIdentifier
                 state.forwardTask = UncheckedBox(task)
                 return true
@@ -546,7 +570,8 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// Whether a response is held back: a redirect to follow, or a challenge to answer.
     private func interception(for response: HTTPURLResponse) -> Held.Kind? {
-        guard outer != nil, (300..<400).contains(response.statusCode) || response.statusCode == 401 else { return nil }
+        guard outer != nil, (300..<400).contains(response.statusCode) || response.statusCode == 401,
+              !state.withLock({ $0.stopped }) else { return nil }
         let hop = state.withLock { $0.hop }
         if let next = Redirects.request(after: ResponseHead(response), from: hop.request) { return .redirect(next) }
         if response.statusCode == 401, Challenges.parse(response.value(forHTTPHeaderField: "WWW-Authenticate")) != nil {
@@ -631,7 +656,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
                 state.forwardTask = nil
                 state.held = nil
                 state.stored = nil
-                state.transaction = CacheTransaction(Self.context(hop, role: role, binding: self.binding))
+                var context = Self.context(hop, role: role, binding: self.binding)
+                context.asksDelegateBeforeStoring = state.transaction.context.asksDelegateBeforeStoring
+                state.transaction = CacheTransaction(context)
                 return state.transaction.start(entry: entry, otherVariant: other, now: self.cache.now())
             }
             self.run(actions)

@@ -36,6 +36,12 @@ enum TaskIntrospection {
         return queue
     }
 
+    /// The file Foundation's own HTTP class writes a download task's body to (its lazily made
+    /// `tempFileURL`), once made; nil before, or when it cannot be read.
+    static func downloadFile(of foundationProtocol: URLProtocol) -> URL? {
+        storedValue(named: "$__lazy_storage_$_tempFileURL", in: foundationProtocol).flatMap(unwrap) as? URL
+    }
+
     /// How a task receives its body, by the behaviour its session registered for it.
     enum Delivery: Equatable {
         /// Chunk by chunk through the delegate's `didReceive(data)` (`.callDelegate` with a

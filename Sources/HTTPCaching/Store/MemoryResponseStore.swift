@@ -66,6 +66,11 @@ public final class MemoryResponseStore: ResponseStore {
         }
     }
 
+    /// The same as `write(_:)`: this store is memory.
+    public func writeInMemory(_ entry: CacheEntry) -> StoreWriteResult? {
+        write(entry)
+    }
+
     /// Removes the entry for a key.
     public func removeEntry(for key: CacheKey) {
         state.withLock { _ = $0.remove(key) }

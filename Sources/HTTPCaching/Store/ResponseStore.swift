@@ -28,6 +28,13 @@ public protocol ResponseStore: Sendable {
     @discardableResult
     func write(_ entry: CacheEntry) throws -> StoreWriteResult
 
+    /// Stores an entry in this process's memory only, never on a disk or a server (what a
+    /// task's delegate allows with `.allowedInMemoryOnly`), replacing any earlier one in every
+    /// tier. The default is nil: the store keeps nothing in memory of its own.
+    /// - Returns: what the write did; nil when the store cannot keep an entry in memory only.
+    /// - Throws: the store's own error when it cannot remove an earlier entry.
+    func writeInMemory(_ entry: CacheEntry) throws -> StoreWriteResult?
+
     /// Removes the entry stored under a key, if any.
     /// - Throws: the store's own error when it cannot remove.
     func removeEntry(for key: CacheKey) throws
@@ -114,6 +121,10 @@ public struct StoredEntryInfo: Sendable, Hashable {
 extension ResponseStore {
     /// Answers `.needsIO`: only a read can tell.
     public func immediateEntry(for key: CacheKey) -> ImmediateLookup { .needsIO }
+
+    /// Nil: nothing is kept in memory alone.
+    /// - Throws: never.
+    public func writeInMemory(_ entry: CacheEntry) throws -> StoreWriteResult? { nil }
 
     /// No limit of its own: `Int.max`.
     public var maxEntrySize: Int { Int.max }

@@ -83,6 +83,18 @@ public final class TieredResponseStore: ResponseStore {
         return result
     }
 
+    /// Writes to memory only, after removing the key from the back store (so an older entry
+    /// there never answers once memory lets this one go). Memory-only entries are not in the
+    /// back store's counts and listings.
+    /// - Throws: what the back store's removal throws (memory is then not written).
+    public func writeInMemory(_ entry: CacheEntry) throws -> StoreWriteResult? {
+        try back.removeEntry(for: entry.key)
+        return shared.versions.withLock { versions in
+            versions[Shared.stripe(of: entry.key)] &+= 1
+            return memory.write(entry)
+        }
+    }
+
     /// Removes the entry from both tiers.
     /// - Throws: what the back store throws.
     public func removeEntry(for key: CacheKey) throws {

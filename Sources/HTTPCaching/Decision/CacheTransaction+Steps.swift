@@ -1,0 +1,93 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The transaction's steps that more than one input leads to.
+extension CacheTransaction {
+
+    mutating func passThrough(_ head: ResponseHead, plan: ForwardPlan) -> [Action] {
+        var actions: [Action] = []
+        if plan.invalidates && (200..<400).contains(head.statusCode) {
+            actions.append(.invalidate(Self.invalidatedURLs(request: context.request, response: head)))
+        }
+        state = .receiving(Receiving(head: head, plan: plan, storing: false))
+        if isRefresh { return actions }
+        let disposition = Disposition(status: .bypass, forward: plan.reason, forwardStatus: head.statusCode)
+        return actions + [.emit(.served(.bypass)), .respond(head, disposition)]
+    }
+
+    /// A 304 or 206 the cache did not ask for: a bad answer, treated as a network error.
+    mutating func badResponse(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
+        state = .done
+        let error = TransactionError.badResponse(status: head.statusCode)
+        if isRefresh { return [.cancelForward, .finish, .emit(.refreshFailed(reason: error.description))] }
+        if pending.plan.fallback, let entry = pending.entry {
+            return fallback(entry, status: head.statusCode, now: now, detail: error.description)
+        }
+        return [.cancelForward, .emit(.served(pending.plan.status)), .fail(error)]
+    }
+
+    mutating func fallback(_ entry: CacheEntry, status: Int?, now: Date, detail: String? = nil) -> [Action] {
+        state = .done
+        let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
+        let age = CacheDecision.servedAge(of: entry, policy: policy, now: now)
+        let disposition = Disposition(status: .fallback, forward: .stale, forwardStatus: status, age: age,
+                                      detail: detail ?? status.map { "the origin answered \($0)" })
+        return [.cancelForward, .emit(.served(.fallback)), .serve(entry, .whole, disposition)]
+    }
+
+    /// The writes for an entry: under its URL, and under its variant when it has a `Vary`.
+    func storing(_ entry: CacheEntry, inMemoryOnly: Bool = false) -> [Action] {
+        func write(_ entry: CacheEntry) -> Action { inMemoryOnly ? .storeInMemory(entry) : .store(entry) }
+        let names = Vary.names(entry.header("Vary")).filter { $0 != "*" }
+        guard !names.isEmpty else { return [write(entry)] }
+        var variant = entry
+        variant.key = entry.key.primary
+        variant.key.variant = Vary.variantName(names: names, headers: context.headers)
+        var primary = entry
+        primary.key = entry.key.primary
+        return [write(variant), write(primary)]
+    }
+
+    func makeEntry(_ head: ResponseHead, body: Data, now: Date) -> CacheEntry {
+        let names = Vary.names(head.header("Vary"))
+        return CacheEntry(key: context.key.primary,
+                          url: CacheKey.removingUserinfo(head.url), // the response's URL carries the request's userinfo
+                          statusCode: head.statusCode,
+                          headers: Storability.storedHeaders(of: head, keepingCookies: context.configuration.storesResponsesSettingCookies),
+                          body: body,
+                          storedAt: now,
+                          windows: context.entryWindows,
+                          varyValues: Vary.values(names: names, headers: context.headers))
+    }
+
+    /// The URLs an unsafe request's non-error answer invalidates (RFC 9111 section 4.4): its
+    /// own, and those in `Location` and `Content-Location` when they share its origin.
+    static func invalidatedURLs(request: URLRequest, response: ResponseHead) -> [URL] {
+        guard let target = request.url else { return [] }
+        var urls = [target]
+        for name in ["Location", "Content-Location"] {
+            guard let value = response.header(name), let url = URL(string: value, relativeTo: target)?.absoluteURL,
+                  url.scheme?.lowercased() == target.scheme?.lowercased(), url.host?.lowercased() == target.host?.lowercased(),
+                  url.port == target.port else { continue }
+            if !urls.contains(url) { urls.append(url) }
+        }
+        return urls
+    }
+}
+
+/// What the caller's delegate answered `willCacheResponse` with.
+enum DelegateStoreAnswer: Sendable, Equatable {
+    /// nil: nothing is stored.
+    case declined
+    /// Store the proposed response (`replacement` nil) or the delegate's own, in the store's
+    /// memory only when its storage policy says `.allowedInMemoryOnly`.
+    case store(replacement: Replacement?, inMemoryOnly: Bool)
+
+    /// A response the delegate returned in place of the proposed one.
+    struct Replacement: Sendable, Equatable {
+        var head: ResponseHead
+        var body: Data
+    }
+}

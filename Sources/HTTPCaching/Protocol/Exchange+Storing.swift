@@ -1,0 +1,41 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension Exchange {
+    /// Asks the caller's delegate, on its session's delegate queue (never Foundation's shared
+    /// queue, where one slow delegate would hold every session), whether and what to store
+    /// (`urlSession(_:dataTask:willCacheResponse:completionHandler:)`), with the response the
+    /// cache is about to store; its answer goes back to the transaction.
+    func askToStore(_ entry: CacheEntry) {
+        guard let outer, let session = outer.session, let delegate = outer.cacheDelegate,
+              let task = outer.task as? URLSessionDataTask else {
+            return answered(.store(replacement: nil, inMemoryOnly: false))
+        }
+        let response = HTTPURLResponse(url: entry.url, statusCode: entry.statusCode, httpVersion: "HTTP/1.1",
+                                       headerFields: entry.headers) ?? HTTPURLResponse(ResponseHead(statusCode: entry.statusCode, headers: [:], url: entry.url))
+        let proposed = CachedURLResponse(response: response, data: entry.body, userInfo: nil, storagePolicy: .allowed)
+        let box = UncheckedBox((session, delegate, task, proposed))
+        session.delegateQueue.addOperation {
+            let (session, delegate, task, proposed) = box.value
+            delegate.urlSession(session, dataTask: task, willCacheResponse: proposed) { answer in
+                self.answered(Self.storeAnswer(answer, proposed: proposed))
+            }
+        }
+    }
+
+    private func answered(_ answer: DelegateStoreAnswer) {
+        let now = cache.now()
+        run(state.withLock { $0.transaction.delegateAnswered(answer, now: now) })
+    }
+
+    /// What a delegate's `willCacheResponse` answer means for the store.
+    static func storeAnswer(_ answer: CachedURLResponse?, proposed: CachedURLResponse) -> DelegateStoreAnswer {
+        guard let answer, answer.storagePolicy != .notAllowed else { return .declined }
+        let inMemoryOnly = answer.storagePolicy == .allowedInMemoryOnly
+        if answer === proposed { return .store(replacement: nil, inMemoryOnly: inMemoryOnly) }
+        guard let http = answer.response as? HTTPURLResponse else { return .declined }
+        return .store(replacement: .init(head: ResponseHead(http), body: answer.data), inMemoryOnly: inMemoryOnly)
+    }
+}

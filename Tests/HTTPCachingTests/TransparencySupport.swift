@@ -75,6 +75,9 @@ final class ProbeDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable
         /// (bytesSent, totalBytesSent, totalBytesExpectedToSend) per call.
         var sent: [(Int64, Int64, Int64)] = []
         var bodyStreamRequests = 0
+        /// The responses `willCacheResponse` was asked about (not in `order`: Foundation alone
+        /// never asks on Linux).
+        var cacheQuestions: [CachedURLResponse] = []
         /// Everything in the order it arrived: "response", "data", "complete", "redirect", "challenge".
         var order: [String] = []
 
@@ -90,14 +93,24 @@ final class ProbeDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable
     let onChallenge: @Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?)
     /// Supplies an upload's body stream.
     let bodyStream: @Sendable () -> InputStream?
+    /// Answers `willCacheResponse` (the default stores what is proposed), calling the handler
+    /// itself: later, or never, if it likes.
+    let onWillCache: @Sendable (CachedURLResponse, @escaping @Sendable (CachedURLResponse?) -> Void) -> Void
+    /// Called after a response or a chunk is recorded, with the task (to cancel it there).
+    let onEvent: @Sendable (String, URLSessionTask) -> Void
 
     init(onRedirect: @escaping @Sendable (HTTPURLResponse, URLRequest) -> URLRequest? = { _, request in request },
          onChallenge: @escaping @Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?)
             = { _ in (.performDefaultHandling, nil) },
-         bodyStream: @escaping @Sendable () -> InputStream? = { nil }) {
+         bodyStream: @escaping @Sendable () -> InputStream? = { nil },
+         onWillCache: @escaping @Sendable (CachedURLResponse, @escaping @Sendable (CachedURLResponse?) -> Void) -> Void
+            = { proposed, answer in answer(proposed) },
+         onEvent: @escaping @Sendable (String, URLSessionTask) -> Void = { _, _ in }) {
         self.onRedirect = onRedirect
         self.onChallenge = onChallenge
         self.bodyStream = bodyStream
+        self.onWillCache = onWillCache
+        self.onEvent = onEvent
     }
 
     var value: State { state.value }
@@ -117,6 +130,7 @@ final class ProbeDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable
             $0.response = response as? HTTPURLResponse
             $0.order.append("response")
         }
+        onEvent("response", dataTask)
         completionHandler(.allow)
     }
 
@@ -125,6 +139,13 @@ final class ProbeDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable
             $0.chunks.append(data)
             $0.order.append("data")
         }
+        onEvent("data", dataTask)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, willCacheResponse proposedResponse: CachedURLResponse,
+                    completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void) {
+        state.update { $0.cacheQuestions.append(proposedResponse) }
+        onWillCache(proposedResponse, completionHandler)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

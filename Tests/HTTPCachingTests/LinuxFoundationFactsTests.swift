@@ -45,7 +45,7 @@ struct LinuxFoundationFactsTests {
         #expect(seen["X-From-Session"] == nil)
     }
 
-    @Test("the task is set before startLoading runs (so the cache can refuse download tasks there)")
+    @Test("the task is set before startLoading runs (so the cache can hand download tasks to Foundation's HTTP class there)")
     func taskIsSet() async throws {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.protocolClasses = [HeaderCapturingProtocol.self]
@@ -326,6 +326,13 @@ struct TransparencyFactsTests {
         #expect(done.sent.last?.1 == 5000, "didSendBodyData reports the whole body")
         #expect(task.countOfBytesSent == (caching ? 0 : 5000))
         #expect(task.countOfBytesReceived == 0, "Foundation counts received bytes for download tasks only")
+    }
+
+    @Test("Foundation's own HTTP class is the first class of URLSessionConfiguration.default that takes http (the class download tasks are handed to)")
+    func foundationHTTPClass() {
+        let found: URLProtocol.Type? = FoundationHandOff.httpClass
+        #expect(found.map { String(describing: $0) }?.contains("HTTPURLProtocol") == true)
+        #expect(!(found is CachingURLProtocol.Type))
     }
 
     @Test("canInit(with: URLSessionTask) is never called: a protocol cannot leave download tasks to Foundation's HTTP class")

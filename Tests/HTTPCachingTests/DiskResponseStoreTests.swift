@@ -11,47 +11,6 @@ import Testing
 import HTTPCachingTestKit
 @testable import store_crash_writer
 
-/// A fresh directory under the system's temporary folder, removed when dropped.
-final class TemporaryDirectory {
-    let url: URL
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("http-caching-tests-\(UUID().uuidString)", isDirectory: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    var path: String { url.path }
-
-    func entryFiles() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".entry") }.sorted()
-    }
-}
-
-/// Replaces a file's bytes in place. (Foundation's Data.write(to:) goes through a folder in
-/// /tmp on Linux that it leaves behind.)
-func overwrite(_ path: String, with data: Data) throws {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    guard fd >= 0 else { throw POSIXError(.EIO) }
-    defer { close(fd) }
-    let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    guard written == data.count else { throw POSIXError(.EIO) }
-}
-
-func permissions(_ path: String) -> mode_t {
-    var info = stat()
-    stat(path, &info)
-    return info.st_mode & 0o777
-}
-
-/// Collects the keys a disk store evicts in the background.
-final class Evictions: Sendable {
-    private let collected = Mutex<[CacheKey]>([])
-
-    init(_ store: DiskResponseStore) {
-        store.evictionHandler = { keys in self.collected.withLock { $0 += keys } }
-    }
-
-    var keys: [CacheKey] { collected.withLock { $0 } }
-}
-
 @Suite("Disk store")
 struct DiskResponseStoreTests {
     typealias E = StoreConformance
@@ -403,33 +362,6 @@ struct DiskResponseStoreTests {
             #expect(url.deletingLastPathComponent().path == URL(fileURLWithPath: xdg).path)
         } else {
             #expect(url.deletingLastPathComponent().lastPathComponent == ".cache")
-        }
-    }
-}
-
-@Suite("SHA-256")
-struct SHA256Tests {
-    @Test("matches the FIPS 180-4 test vectors", arguments: [
-        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
-        (String(repeating: "a", count: 1000), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3"),
-        ("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
-         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"),
-    ])
-    func vectors(input: String, digest: String) {
-        #expect(SHA256.hex(Array(input.utf8)) == digest)
-        #expect(SHA256.hex(input.utf8) == digest, "non-contiguous input too")
-    }
-
-    @Test("contiguous and non-contiguous input give the same digest at every padding boundary")
-    func boundaries() {
-        // Lengths 55, 56, 63, 64, 65, ... cross the one- and two-block padding cases; the
-        // vectors above pin the digests themselves.
-        for length in [0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129] {
-            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37) }
-            #expect(SHA256.hash(bytes) == SHA256.hash(bytes.lazy.map { $0 }), "length \(length)")
-            #expect(SHA256.hash(bytes).count == 32)
         }
     }
 }

@@ -96,7 +96,7 @@ struct LoopTests {
     @Test("the handled marker is set on forwarded requests, and canInit refuses what carries it where properties survive")
     func marker() {
         let request = URLRequest(url: URL(string: "http://example.test/")!)
-        let forwarded = Exchange.forwardingRequest(from: request, conditional: [:])
+        let forwarded = Hop.forwardingRequest(from: request, conditional: [:])
         #expect(CachingURLProtocol.canInit(with: request))
         // On Linux the bridge to URLRequest drops protocol properties (the fact that makes the
         // separate forwarding session necessary). This fails, and tells us, if that changes.

@@ -147,10 +147,13 @@ struct CacheTransaction {
 
     // MARK: - Inputs
 
-    /// How the caller takes the body, learnt only when the answer is to come from the network
-    /// (finding out costs time a hit should not spend): in chunks as they arrive, or whole.
-    mutating func deliverInChunks(_ streaming: Bool) {
-        if case .foreground = context.role { context.role = .foreground(streaming: streaming) }
+    /// How the caller takes an answer from the network, learnt only when it is to come from
+    /// there (finding out costs time a hit should not spend): its body in chunks as they arrive
+    /// or whole, and whether its delegate is asked before the answer is stored.
+    mutating func callerTakes(streaming: Bool, asksBeforeStoring: Bool) {
+        guard case .foreground = context.role, !detached else { return }
+        context.role = .foreground(streaming: streaming)
+        context.asksDelegateBeforeStoring = asksBeforeStoring
     }
 
     /// The lookup is done: decide, and answer from the entry or go to the network.

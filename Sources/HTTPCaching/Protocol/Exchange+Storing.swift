@@ -9,8 +9,8 @@ extension Exchange {
     /// (`urlSession(_:dataTask:willCacheResponse:completionHandler:)`), with the response the
     /// cache is about to store; its answer goes back to the transaction.
     func askToStore(_ entry: CacheEntry) {
-        guard let outer, let session = outer.session, let delegate = outer.cacheDelegate,
-              let task = outer.task as? URLSessionDataTask else {
+        guard let facts = caller?.facts, let session = facts.session, let delegate = facts.cacheDelegate,
+              let task = facts.task as? URLSessionDataTask else {
             return answered(.store(replacement: nil, inMemoryOnly: false))
         }
         let response = HTTPURLResponse(url: entry.url, statusCode: entry.statusCode, httpVersion: "HTTP/1.1",
@@ -27,7 +27,7 @@ extension Exchange {
 
     private func answered(_ answer: DelegateStoreAnswer) {
         let now = cache.now()
-        run(state.withLock { $0.transaction.delegateAnswered(answer, now: now) })
+        run(state.withLock { $0.transaction?.delegateAnswered(answer, now: now) ?? [] })
     }
 
     /// What a delegate's `willCacheResponse` answer means for the store.

@@ -1,0 +1,27 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A background refresh of a stale entry: an exchange with no caller, at most one at a time
+/// per key in this process, and across processes as far as the store's claims reach.
+enum BackgroundRefresh {
+    /// Starts refreshing `previous` (served stale to the caller of `hop`), unless a refresh of
+    /// its key is running here or claimed by another process.
+    static func start(_ previous: CacheEntry, hop: Hop, binding: ProtocolBinding) {
+        let cache = binding.cache
+        guard cache.beginRefresh(previous.key) else { return }
+        cache.ioQueue(for: previous.key.url).async {
+            guard cache.store.claimRefresh(of: previous.key, lease: 60) else {
+                cache.endRefresh(previous.key)
+                return
+            }
+            var refreshHop = hop
+            refreshHop.body = .none
+            refreshHop.key = previous.key.primary
+            let exchange = Exchange(role: .refresh(previous: previous), hop: refreshHop, binding: binding)
+            exchange.state.withLock { $0.claim = previous.key }
+            exchange.start(key: refreshHop.key, entry: previous, otherVariant: false)
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension Exchange {
+    /// Performs one of the transaction's actions: each goes to the caller, the store, or the
+    /// network, and nowhere else.
+    func perform(_ action: CacheTransaction.Action) {
+        let hop = state.withLock { $0.hop }
+        switch action {
+        case .emit(let kind):
+            cache.emit(kind, hop.key, hop.request.url)
+        case .serve(let entry, let form, let disposition):
+            endFlight()
+            serve(entry, form: form, disposition: disposition)
+        case .forward(let conditional):
+            forward(conditional: conditional, hop: hop)
+        case .cancelForward:
+            cancelForward()
+        case .respond(let head, let disposition):
+            respond(head, disposition: disposition, hop: hop)
+        case .deliver(let data):
+            caller?.load(data)
+        case .finish:
+            endFlight()
+            endClaim()
+            finish()
+        case .fail(let error):
+            endFlight()
+            endClaim()
+            caller?.delivery.fail(error.error)
+        case .store(let entry):
+            noteStored(entry, cache.write(entry))
+        case .storeInMemory(let entry):
+            noteStored(entry, cache.writeInMemory(entry))
+        case .askToStore(let entry):
+            askToStore(entry)
+        case .remove(let key):
+            cache.remove(key, url: hop.request.url)
+        case .invalidate(let urls):
+            invalidate(urls, from: hop.request)
+        case .refresh(let entry):
+            BackgroundRefresh.start(entry, hop: hop, binding: binding)
+        }
+    }
+
+    private func noteStored(_ entry: CacheEntry, _ written: Bool) {
+        guard written else { return }
+        state.withLock { if $0.stored == nil || entry.key.variant == nil { $0.stored = entry } }
+    }
+
+    private func cancelForward() {
+        let (task, done) = state.withLock { state -> (UncheckedBox<URLSessionDataTask>?, Bool) in
+            defer { state.forwarded = nil }
+            return (state.forwarded?.task, state.transaction?.isDone ?? true)
+        }
+        if let task { binding.control.async { task.value.cancel() } }
+        // A retry cancels one request and sends another: the flight and the claim go on.
+        if done {
+            endFlight()
+            endClaim()
+        }
+    }
+
+    /// Removes the stored GETs of `urls`, keyed with the credentials of `request`.
+    private func invalidate(_ urls: [URL], from request: URLRequest) {
+        for url in urls {
+            var get = request
+            get.url = url
+            get.httpMethod = "GET"
+            guard let key = try? binding.key(for: get) else { continue }
+            cache.invalidate(key, headers: binding.keys.headers(get), url: url)
+        }
+    }
+
+    /// Gives the refresh claim back, once.
+    private func endClaim() {
+        guard let key = state.withLock({ state -> CacheKey? in
+            defer { state.claim = nil }
+            return state.claim
+        }) else { return }
+        cache.endRefresh(key)
+        cache.ioQueue(for: key.url).async { [cache] in cache.store.releaseRefresh(of: key) }
+    }
+
+    /// Ends the flight this exchange leads: those waiting get what it stored.
+    private func endFlight() {
+        let (flight, stored) = state.withLock { state -> (Flight?, CacheEntry?) in
+            guard case .leading = state.flight else { return (nil, nil) }
+            defer { state.flight = nil }
+            return (state.flight, state.stored)
+        }
+        if case .leading(let key) = flight { cache.flights.end(key, entry: stored) }
+    }
+}

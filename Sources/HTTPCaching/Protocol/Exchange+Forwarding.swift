@@ -1,0 +1,98 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension Exchange {
+    /// Sends the hop's request, unless another request for the key is in flight and its
+    /// answer may be stored: then this one waits for it (collapsing).
+    func forward(conditional: [String: String], hop: Hop) {
+        let (plan, flight) = state.withLock { ($0.transaction?.pendingPlan, $0.flight) }
+        // A retry of a request already leading its key's flight goes out again as the leader.
+        if caller != nil, flight != .leading(hop.key), let plan, plan.store, !plan.passThrough {
+            switch cache.flights.join(hop.key, self) {
+            case .follower:
+                state.withLock { $0.flight = .waiting(hop.key) }
+                return
+            case .leader:
+                state.withLock { $0.flight = .leading(hop.key) }
+            }
+        }
+        if case .fromDelegate = hop.body { return askDelegateForBody(then: conditional, hop: hop) }
+        send(conditional: conditional, hop: hop)
+    }
+
+    private func send(conditional: [String: String], hop: Hop) {
+        let sending = UncheckedBox((Hop.forwardingRequest(from: hop.request, conditional: conditional), hop.body.forwarded))
+        // Never create or resume a task synchronously on Foundation's shared URLSession queue,
+        // where `startLoading` runs: every session's work queue targets it, so creating a task
+        // there waits on the queue the thread already holds, and traps.
+        binding.control.async {
+            let task = self.binding.forwarding.makeTask(sending.value.0, body: sending.value.1, observer: self)
+            // Its answer reaches the caller through blocks on the queue its own transfer runs on.
+            self.caller?.delivery.follow(self.binding.forwarding.transferQueue ?? TaskIntrospection.workQueue(of: task))
+            let go = self.state.withLock { state -> Bool in
+                guard !(state.transaction?.isDone ?? true) else { return false }
+                state.forwarded = (task.taskIdentifier, UncheckedBox(task))
+                return true
+            }
+            if go { task.resume() } else { task.cancel() }
+        }
+    }
+
+    /// `uploadTask(withStreamedRequest:)`: the caller's delegate supplies the body stream.
+    private func askDelegateForBody(then conditional: [String: String], hop: Hop) {
+        guard let (session, delegate, task) = caller?.askable() else {
+            var hop = hop
+            hop.body = .none
+            return send(conditional: conditional, hop: hop)
+        }
+        let box = UncheckedBox((session, delegate, task))
+        session.delegateQueue.addOperation {
+            box.value.1.urlSession(box.value.0, task: box.value.2) { stream in
+                let updated = self.state.withLock { state -> Hop in
+                    state.hop.body = stream.map(HopBody.stream) ?? .none
+                    return state.hop
+                }
+                self.send(conditional: conditional, hop: updated)
+            }
+        }
+    }
+
+    // MARK: - What the forwarded request reports (ForwardObserver)
+
+    func forwardReceived(_ response: HTTPURLResponse, from task: Int) {
+        let now = cache.now()
+        run(input(from: task) { $0.head(ResponseHead(response), now: now) })
+    }
+
+    func forwardReceived(_ data: Data, from task: Int) {
+        run(input(from: task) { $0.body(data) })
+    }
+
+    func forwardCompleted(_ task: Int, error: (any Error)?) {
+        let now = cache.now()
+        run(input(from: task) { transaction in
+            if let error { return transaction.fail(TransactionError(error), now: now) }
+            return transaction.end(now: now)
+        })
+    }
+
+    func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64) {
+        guard let facts = caller?.facts, let session = facts.session, let delegate = facts.progressDelegate(onWorkQueue: false),
+              state.withLock({ $0.forwarded?.id == task }) else { return }
+        let box = UncheckedBox((session, delegate, facts.task))
+        session.delegateQueue.addOperation {
+            box.value.1.urlSession(box.value.0, task: box.value.2, didSendBodyData: sent, totalBytesSent: total,
+                                   totalBytesExpectedToSend: expected)
+        }
+    }
+
+    /// Feeds an input from the forwarded task `task`; none if that task is no longer current.
+    private func input(from task: Int, _ body: (inout CacheTransaction) -> [CacheTransaction.Action]) -> [CacheTransaction.Action] {
+        state.withLock { state in
+            guard state.forwarded?.id == task, state.transaction != nil else { return [] }
+            return body(&state.transaction!)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One request of an exchange: the caller's, or one it led to (a redirect, a retry with
+/// credentials), with its key derived once.
+struct Hop: Sendable {
+    var request: URLRequest
+    /// Its fields as they reach the network (the session's own headers included).
+    var headers: RequestHeaders
+    var key: CacheKey
+    var credentialed: Bool
+    var body: HopBody
+
+    /// A hop for `request` under `binding`'s keys; its key is the URL's until `key` is set.
+    init(_ request: URLRequest, body: HopBody = .none, binding: ProtocolBinding) {
+        self.request = request
+        headers = binding.keys.headers(request)
+        key = CacheKey(url: request.url ?? URL(fileURLWithPath: "/"))
+        credentialed = binding.keys.isCredentialed(headers)
+        self.body = body
+    }
+
+    /// The request as it goes to the network: marked as handled, private fields removed, made
+    /// conditional with `conditional`, never answered from Foundation's own cache.
+    static func forwardingRequest(from request: URLRequest, conditional: [String: String]) -> URLRequest {
+        let mutable = (request as NSURLRequest).mutableCopy() as! NSMutableURLRequest
+        for name in HTTPCachingHeaders.allPrivate { mutable.setValue(nil, forHTTPHeaderField: name) }
+        for (name, value) in conditional { mutable.setValue(value, forHTTPHeaderField: name) }
+        mutable.cachePolicy = .reloadIgnoringLocalCacheData
+        mutable.httpBody = nil
+        mutable.httpBodyStream = nil
+        URLProtocol.setProperty(true, forKey: CachingURLProtocol.handledKey, in: mutable)
+        return mutable as URLRequest
+    }
+}
+
+/// The body a hop sends.
+enum HopBody: @unchecked Sendable {
+    case none
+    case data(Data)
+    case file(URL)
+    case stream(InputStream)
+    /// Not known yet: the caller's delegate supplies it (`needNewBodyStream`).
+    case fromDelegate
+
+    /// The body a request sends: its own, else an upload task's, read from the task; nil when
+    /// an upload task's body cannot be read (it is then not sent at all, rather than empty).
+    init?(of request: URLRequest, task: URLSessionTask?) {
+        if let data = request.httpBody {
+            self = .data(data)
+        } else if let stream = request.httpBodyStream {
+            self = .stream(stream)
+        } else if let task, task is URLSessionUploadTask {
+            switch TaskIntrospection.uploadBody(of: task) {
+            case .none?: self = .none
+            case .data(let data)?: self = .data(data)
+            case .file(let url)?: self = .file(url)
+            case .stream(let stream)?: self = .stream(stream)
+            case .fromDelegate?: self = .fromDelegate
+            case nil: return nil
+            }
+        } else {
+            self = .none
+        }
+    }
+
+    /// What the forwarding session sends (a body still to come from the delegate sends none).
+    var forwarded: ForwardingSession.Body {
+        switch self {
+        case .none, .fromDelegate: .none
+        case .data(let data): .data(data)
+        case .file(let url): .file(url)
+        case .stream(let stream): .stream(stream)
+        }
+    }
+}

@@ -158,60 +158,84 @@ public final class DiskResponseStore: ResponseStore {
         guard !isClosed else { return nil }
         let keyBytes = EntryName.storageBytes(of: key)
         let name = EntryName(storageBytes: keyBytes)
-        let fd = name.withFileName { files.open($0, O_RDONLY) }
-        var fileName: String { name.fileName }
-        if fd < 0 {
-            let code = errno
-            if code == ENOENT {
-                state.withLock { _ = $0.index.remove(name) } // removed by another process
-                return nil
-            }
-            if code == ELOOP { // a symbolic link in an entry's place: never followed
-                files.unlink(fileName)
-                throw removedAsCorrupt(name, key, reason: "the entry is a symbolic link")
-            }
-            throw DiskStoreError.io(operation: "open", path: files.path + "/" + fileName, errno: code)
-        }
+        guard let fd = try openEntry(name, key) else { return nil }
         defer { closeDescriptor(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            throw DiskStoreError.io(operation: "stat", path: files.path + "/" + fileName, errno: errno)
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == files.owner else {
-            files.unlink(fileName, ifStill: info)
-            throw removedAsCorrupt(name, key, reason: "the entry is not a regular file of this user")
-        }
+        let info = try checkedStatus(of: fd, name, key)
         // Checked before allocating: a file grown past any entry this store writes is a miss.
         guard info.st_size <= maxFileSize else { return nil }
+        guard let entry = try readEntry(fd, info: info, name, expecting: (key, keyBytes)) else { return nil }
+        recordRead(of: name, entry)
+        return entry
+    }
+
+    /// The entry file opened for reading; nil if it is not there (forgotten then). A symbolic
+    /// link in its place is removed and reported as corrupt.
+    private func openEntry(_ name: EntryName, _ key: CacheKey) throws -> Int32? {
+        let fd = name.withFileName { files.open($0, O_RDONLY) }
+        guard fd < 0 else { return fd }
+        let code = errno
+        if code == ENOENT {
+            state.withLock { _ = $0.index.remove(name) } // removed by another process
+            return nil
+        }
+        if code == ELOOP { // a symbolic link in an entry's place: never followed
+            files.unlink(name.fileName)
+            throw removedAsCorrupt(name, key, reason: "the entry is a symbolic link")
+        }
+        throw DiskStoreError.io(operation: "open", path: files.path + "/" + name.fileName, errno: code)
+    }
+
+    /// The status of an open entry file, which must be a regular file of this user (anything
+    /// else is removed and reported as corrupt).
+    private func checkedStatus(of fd: Int32, _ name: EntryName, _ key: CacheKey) throws -> stat {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw DiskStoreError.io(operation: "stat", path: files.path + "/" + name.fileName, errno: errno)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == files.owner else {
+            files.unlink(name.fileName, ifStill: info)
+            throw removedAsCorrupt(name, key, reason: "the entry is not a regular file of this user")
+        }
+        return info
+    }
+
+    /// Reads and decodes the whole entry file `info` describes; nil for a miss (another key's
+    /// entry, or an older release's, which is removed). A damaged file is removed and reported.
+    private func readEntry(_ fd: Int32, info: stat, _ name: EntryName,
+                           expecting key: (key: CacheKey, bytes: [UInt8])) throws -> CacheEntry? {
         let size = Int(info.st_size)
         guard let buffer = malloc(max(size, 1)) else {
-            throw DiskStoreError.io(operation: "read", path: files.path + "/" + fileName, errno: ENOMEM)
+            throw DiskStoreError.io(operation: "read", path: files.path + "/" + name.fileName, errno: ENOMEM)
         }
         var owned = true // until a Data takes the buffer
         defer { if owned { free(buffer) } }
         let read = readAll(size) { done in Glibc.read(fd, buffer + done, size - done) }
-        var entry: CacheEntry
         do throws(EntryFileFormat.DecodeError) {
             guard read == size else { throw .truncated }
             let cached = decodedMetadata.get(name)
             let (bodyLength, metadata) = try EntryFileFormat.decode(UnsafeRawBufferPointer(start: buffer, count: size),
-                                                                    expecting: (key, keyBytes), reusing: cached)
+                                                                    expecting: key, reusing: cached)
             if let metadata { decodedMetadata.set(name, metadata) }
-            entry = (metadata ?? cached!).entry
-            entry.key = key
+            var entry = (metadata ?? cached!).entry
+            entry.key = key.key
             // The body is the first bytes of the buffer: handed out without a copy.
             entry.body = Data(bytesNoCopy: buffer, count: bodyLength, deallocator: .free)
             owned = false
+            return entry
         } catch .keyMismatch {
             return nil // another key's entry: a miss, and its file stays
         } catch .unsupportedVersion {
-            files.unlink(fileName, ifStill: info) // an older release's entry: a miss
+            files.unlink(name.fileName, ifStill: info) // an older release's entry: a miss
             forget(name)
             return nil
         } catch {
-            files.unlink(fileName, ifStill: info)
-            throw removedAsCorrupt(name, key, reason: error.description)
+            files.unlink(name.fileName, ifStill: info)
+            throw removedAsCorrupt(name, key.key, reason: error.description)
         }
+    }
+
+    /// Counts a read as a use: in the index now, in the journal with the next batch.
+    private func recordRead(of name: EntryName, _ entry: CacheEntry) {
         let wantsFlush = state.withLock { state -> Bool in
             switch state.index.touch(name, ifGeneration: entry.generation) {
             case .touched: break
@@ -222,7 +246,6 @@ public final class DiskResponseStore: ResponseStore {
             return state.pendingAccesses.count >= Self.accessBatch && state.maintenance == .idle
         }
         if wantsFlush { scheduleMaintenance() }
-        return entry
     }
 
     /// Writes an entry atomically (temporary file, then rename) and schedules a trim once a
@@ -271,56 +294,6 @@ public final class DiskResponseStore: ResponseStore {
     /// - Throws: `DiskStoreError.io` if the file cannot be removed.
     public func removeEntry(for key: CacheKey) throws {
         try removeEntry(named: EntryName(key))
-    }
-
-    /// Removes every entry in the directory (including those of other processes), reporting
-    /// progress as files are deleted.
-    /// - Throws: nothing today; a file that cannot be removed is left for the next open.
-    public func removeAll(progress: (RemovalProgress) -> Void) throws {
-        guard !isClosed else { return progress(RemovalProgress(removed: 0, total: 0)) }
-        let names = files.names().filter { if case .entry = FileKind($0) { true } else { false } }
-        state.withLock { state in
-            state.index.clear()
-            state.pendingAccesses.removeAll()
-        }
-        append([.clear])
-        unlinkReporting(names, progress: progress)
-    }
-
-    /// Removes every entry whose metadata satisfies `predicate`, reporting progress as files
-    /// are deleted.
-    /// - Throws: nothing today; a file that cannot be removed is left for the next open.
-    public func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
-        settle()
-        let snapshot = state.withLock { Array($0.index.entries) }
-        let chosen = snapshot.filter { predicate($0.value.info) } // the caller's code: outside the lock
-        let removed = state.withLock { state in
-            chosen.filter { name, entry in
-                guard state.index[name]?.generation == entry.generation else { return false }
-                state.index.remove(name)
-                return true
-            }.map(\.key)
-        }
-        append(removed.map(JournalRecord.remove))
-        unlinkReporting(removed.map(\.fileName), progress: progress)
-    }
-
-    /// The metadata of every entry, from the index (no file is read).
-    public func entryInfos() -> [StoredEntryInfo] {
-        settle()
-        return state.withLock { $0.index.entries.values.map(\.info) }
-    }
-
-    /// The bytes the entries account for (see `CacheEntry.byteCount`), once a pending trim is done.
-    public var totalBytes: Int {
-        settle()
-        return state.withLock { $0.index.bytes }
-    }
-
-    /// How many entries are stored, once a pending trim is done.
-    public var entryCount: Int {
-        settle()
-        return state.withLock { $0.index.count }
     }
 
     /// The store's secret: 32 random bytes in the file `secret`, made with the directory and
@@ -375,35 +348,6 @@ public final class DiskResponseStore: ResponseStore {
         forget(name)
         return .corruptEntry(key: key, reason: reason)
     }
-
-    private func unlinkReporting(_ fileNames: [String], progress: (RemovalProgress) -> Void) {
-        progress(RemovalProgress(removed: 0, total: fileNames.count))
-        for (index, fileName) in fileNames.enumerated() {
-            files.unlink(fileName)
-            if (index + 1) % 256 == 0 || index + 1 == fileNames.count {
-                progress(RemovalProgress(removed: index + 1, total: fileNames.count))
-            }
-        }
-    }
-}
-
-/// The decoded metadata of recently read entries (at most 1,024), by entry name. Reusing one
-/// is safe: the bytes read are still checked against their checksum, which must equal the
-/// cached one.
-final class MetadataCache: Sendable {
-    private let slots = Mutex<[EntryName: EntryFileFormat.Metadata]>([:])
-    private let capacity = 1024
-
-    func get(_ name: EntryName) -> EntryFileFormat.Metadata? {
-        slots.withLock { $0[name] }
-    }
-
-    func set(_ name: EntryName, _ metadata: EntryFileFormat.Metadata) {
-        slots.withLock { slots in
-            if slots.count >= capacity, slots[name] == nil { slots.remove(at: slots.startIndex) }
-            slots[name] = metadata
-        }
-    }
 }
 
 /// Errors opening or using a disk store.
@@ -422,38 +366,4 @@ public enum DiskStoreError: Error, Equatable, CustomStringConvertible {
             "\(operation) \(path) failed: \(String(cString: strerror(code)))"
         }
     }
-}
-
-/// What the store keeps in memory, under its one lock (never held across file I/O).
-struct State: Sendable {
-    var index = Index()
-    /// Uses not yet appended to the journal, oldest first (a name may repeat).
-    var pendingAccesses: [EntryName] = []
-    /// Uses of keys served from elsewhere (`noteUse(of:)`), not yet in the index.
-    var pendingKeyUses: [CacheKey] = []
-    /// Where changes are appended.
-    var journal: FileHandleRef?
-    /// The journal `cursor` counts into; not `journal` once another process replaced it.
-    var replayed: FileHandleRef?
-    /// The bytes of `replayed` applied to the index.
-    var cursor = 0
-    /// Lines in `replayed` (its length, for deciding to compact).
-    var journalLines = 0
-    var maintenance = MaintenanceStatus.idle
-    /// Keys evicted by the background trim and not yet reported.
-    var unreportedEvictions: [CacheKey] = []
-    /// Writes waiting for a trim (they report its evictions themselves).
-    var waitingWriters = 0
-    /// The journal and the directory may be out of step: list the directory at the next compaction.
-    var reconcileWanted = false
-    /// The claims this store holds: entry name to its token.
-    var claims: [EntryName: String] = [:]
-
-    init(journal: FileHandleRef?) {
-        self.journal = journal
-    }
-}
-
-enum MaintenanceStatus: Sendable, Equatable {
-    case idle, scheduled, running, runningAgain
 }

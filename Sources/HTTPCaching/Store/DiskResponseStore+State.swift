@@ -1,0 +1,58 @@
+import Foundation
+import Synchronization
+
+// What the disk store keeps in memory: the state under its lock, and the decoded metadata of
+// recently read entries.
+
+/// What the store keeps in memory, under its one lock (never held across file I/O).
+struct State: Sendable {
+    var index = Index()
+    /// Uses not yet appended to the journal, oldest first (a name may repeat).
+    var pendingAccesses: [EntryName] = []
+    /// Uses of keys served from elsewhere (`noteUse(of:)`), not yet in the index.
+    var pendingKeyUses: [CacheKey] = []
+    /// Where changes are appended.
+    var journal: FileHandleRef?
+    /// The journal `cursor` counts into; not `journal` once another process replaced it.
+    var replayed: FileHandleRef?
+    /// The bytes of `replayed` applied to the index.
+    var cursor = 0
+    /// Lines in `replayed` (its length, for deciding to compact).
+    var journalLines = 0
+    var maintenance = MaintenanceStatus.idle
+    /// Keys evicted by the background trim and not yet reported.
+    var unreportedEvictions: [CacheKey] = []
+    /// Writes waiting for a trim (they report its evictions themselves).
+    var waitingWriters = 0
+    /// The journal and the directory may be out of step: list the directory at the next compaction.
+    var reconcileWanted = false
+    /// The claims this store holds: entry name to its token.
+    var claims: [EntryName: String] = [:]
+
+    init(journal: FileHandleRef?) {
+        self.journal = journal
+    }
+}
+
+enum MaintenanceStatus: Sendable, Equatable {
+    case idle, scheduled, running, runningAgain
+}
+
+/// The decoded metadata of recently read entries (at most 1,024), by entry name. Reusing one
+/// is safe: the bytes read are still checked against their checksum, which must equal the
+/// cached one.
+final class MetadataCache: Sendable {
+    private let slots = Mutex<[EntryName: EntryFileFormat.Metadata]>([:])
+    private let capacity = 1024
+
+    func get(_ name: EntryName) -> EntryFileFormat.Metadata? {
+        slots.withLock { $0[name] }
+    }
+
+    func set(_ name: EntryName, _ metadata: EntryFileFormat.Metadata) {
+        slots.withLock { slots in
+            if slots.count >= capacity, slots[name] == nil { slots.remove(at: slots.startIndex) }
+            slots[name] = metadata
+        }
+    }
+}

@@ -230,23 +230,7 @@ enum EntryFileFormat {
             usefulUntil = Date(timeIntervalSinceReferenceDate: seconds)
         }
         let storedKey = try reader.slice()
-        let entryKey: CacheKey
-        if let key {
-            let matches = key.bytes.count == storedKey.count
-                && key.bytes.withUnsafeBytes { memcmp($0.baseAddress!, storedKey.baseAddress!, storedKey.count) == 0 }
-            guard matches else {
-                guard String(validating: storedKey, as: UTF8.self).flatMap(CacheKey.init(storageString:)) != nil else {
-                    throw .malformed("key")
-                }
-                throw .keyMismatch
-            }
-            entryKey = key.key
-        } else {
-            guard let parsed = String(validating: storedKey, as: UTF8.self).flatMap(CacheKey.init(storageString:)) else {
-                throw .malformed("key")
-            }
-            entryKey = parsed
-        }
+        let entryKey = try decodeKey(storedKey, expecting: key)
         guard let url = URL(string: try reader.string()) else { throw .malformed("URL") }
         let headers = try reader.fields()
         let varyValues = try reader.fields()
@@ -255,6 +239,27 @@ enum EntryFileFormat {
                                storedAt: storedAt, windows: windows, varyValues: varyValues,
                                generation: generation, usefulUntil: usefulUntil)
         return Metadata(entry: entry, checksum: trailer.metadataChecksum, length: metadata.count, keyBytes: Array(storedKey))
+    }
+
+    /// The key of the stored storage string: `key.key` when it is `key.bytes`, else
+    /// `.keyMismatch` (or `.malformed` if it is no key at all); parsed when nothing is expected.
+    private static func decodeKey(_ storedKey: UnsafeRawBufferPointer,
+                                  expecting key: (key: CacheKey, bytes: [UInt8])?) throws(DecodeError) -> CacheKey {
+        guard let key else {
+            guard let parsed = String(validating: storedKey, as: UTF8.self).flatMap(CacheKey.init(storageString:)) else {
+                throw .malformed("key")
+            }
+            return parsed
+        }
+        let matches = key.bytes.count == storedKey.count
+            && key.bytes.withUnsafeBytes { memcmp($0.baseAddress!, storedKey.baseAddress!, storedKey.count) == 0 }
+        guard matches else {
+            guard String(validating: storedKey, as: UTF8.self).flatMap(CacheKey.init(storageString:)) != nil else {
+                throw .malformed("key")
+            }
+            throw .keyMismatch
+        }
+        return key.key
     }
 
     private struct Reader {

@@ -107,53 +107,68 @@ struct RESPParser {
             index = cursor
             return .integer(try integer(line, offset: offset))
         case UInt8(ascii: "$"):
-            let length = try integer(line, offset: offset)
-            if length == -1 {
-                index = cursor
-                return .bulkString(nil)
-            }
-            guard length >= 0 else { throw ProtocolError(description: "a negative bulk length \(length) at byte \(offset)") }
-            guard length <= limits.maxBulkLength else {
-                throw ProtocolError(description: "a bulk string of \(length) bytes, over the limit of \(limits.maxBulkLength), at byte \(offset)",
-                                    isOverLimit: true)
-            }
-            let count = Int(length)
-            let end = cursor + count
-            guard buffer.count >= end + 2 else {
-                minimum = end + 2
-                return nil
-            }
-            guard buffer[end] == 13, buffer[end + 1] == 10 else {
-                throw ProtocolError(description: "a bulk string of \(count) bytes not followed by CRLF at byte \(offset)")
-            }
-            index = end + 2
-            return .bulkString(Array(buffer[cursor..<end]))
+            return try bulkString(length: try integer(line, offset: offset), at: cursor, offset: offset,
+                                  index: &index, minimum: &minimum)
         case UInt8(ascii: "*"):
-            let count = try integer(line, offset: offset)
-            if count == -1 {
-                index = cursor
-                return .array(nil)
-            }
-            guard count >= 0 else { throw ProtocolError(description: "a negative array count \(count) at byte \(offset)") }
-            guard count <= limits.maxArrayCount else {
-                throw ProtocolError(description: "an array of \(count) elements, over the limit of \(limits.maxArrayCount), at byte \(offset)",
-                                    isOverLimit: true)
-            }
-            guard depth < limits.maxDepth else {
-                throw ProtocolError(description: "arrays nested deeper than \(limits.maxDepth) at byte \(offset)")
-            }
-            var elements: [RESPValue] = []
-            // Each element takes at least 3 bytes, so what is buffered bounds the reservation.
-            elements.reserveCapacity(min(Int(count), (buffer.count - cursor) / 3))
-            for _ in 0..<count {
-                guard let element = try parse(at: &cursor, depth: depth + 1, minimum: &minimum) else { return nil }
-                elements.append(element)
-            }
-            index = cursor
-            return .array(elements)
+            return try array(count: try integer(line, offset: offset), at: cursor, depth: depth, offset: offset,
+                             index: &index, minimum: &minimum)
         default:
             throw ProtocolError(description: "an unknown reply type byte \(type) at byte \(offset)")
         }
+    }
+
+    /// The bulk string of `length` bytes whose data starts at `cursor` (after its length
+    /// line), moving `index` past it; nil if the buffer ends first, with `minimum` set.
+    private func bulkString(length: Int64, at cursor: Int, offset: Int,
+                            index: inout Int, minimum: inout Int) throws(ProtocolError) -> RESPValue? {
+        if length == -1 {
+            index = cursor
+            return .bulkString(nil)
+        }
+        guard length >= 0 else { throw ProtocolError(description: "a negative bulk length \(length) at byte \(offset)") }
+        guard length <= limits.maxBulkLength else {
+            throw ProtocolError(description: "a bulk string of \(length) bytes, over the limit of \(limits.maxBulkLength), at byte \(offset)",
+                                isOverLimit: true)
+        }
+        let count = Int(length)
+        let end = cursor + count
+        guard buffer.count >= end + 2 else {
+            minimum = end + 2
+            return nil
+        }
+        guard buffer[end] == 13, buffer[end + 1] == 10 else {
+            throw ProtocolError(description: "a bulk string of \(count) bytes not followed by CRLF at byte \(offset)")
+        }
+        index = end + 2
+        return .bulkString(Array(buffer[cursor..<end]))
+    }
+
+    /// The array of `count` elements whose first starts at `first` (after its count line),
+    /// moving `index` past it; nil if the buffer ends first, with `minimum` set.
+    private func array(count: Int64, at first: Int, depth: Int, offset: Int,
+                       index: inout Int, minimum: inout Int) throws(ProtocolError) -> RESPValue? {
+        if count == -1 {
+            index = first
+            return .array(nil)
+        }
+        guard count >= 0 else { throw ProtocolError(description: "a negative array count \(count) at byte \(offset)") }
+        guard count <= limits.maxArrayCount else {
+            throw ProtocolError(description: "an array of \(count) elements, over the limit of \(limits.maxArrayCount), at byte \(offset)",
+                                isOverLimit: true)
+        }
+        guard depth < limits.maxDepth else {
+            throw ProtocolError(description: "arrays nested deeper than \(limits.maxDepth) at byte \(offset)")
+        }
+        var cursor = first
+        var elements: [RESPValue] = []
+        // Each element takes at least 3 bytes, so what is buffered bounds the reservation.
+        elements.reserveCapacity(min(Int(count), (buffer.count - cursor) / 3))
+        for _ in 0..<count {
+            guard let element = try parse(at: &cursor, depth: depth + 1, minimum: &minimum) else { return nil }
+            elements.append(element)
+        }
+        index = cursor
+        return .array(elements)
     }
 
     /// The range of the line starting at `cursor` (without its CRLF), moving `cursor` past

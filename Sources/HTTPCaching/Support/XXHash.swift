@@ -89,56 +89,74 @@ enum XXH3 {
 
     private static func hash(_ buffer: UnsafeRawBufferPointer, secret s: UnsafeRawPointer) -> UInt64 {
         let length = buffer.count
-        let len = UInt64(length)
         guard let p = buffer.baseAddress, length > 0 else {
             return XXH64.avalanche(s.loadLE64(56) ^ s.loadLE64(64))
         }
         switch length {
-        case 1...3:
-            let combined = (UInt32(p.load(fromByteOffset: 0, as: UInt8.self)) << 16)
-                | (UInt32(p.load(fromByteOffset: length >> 1, as: UInt8.self)) << 24)
-                | UInt32(p.load(fromByteOffset: length - 1, as: UInt8.self)) | (UInt32(length) << 8)
-            let flip = UInt64(s.loadLE32(0) ^ s.loadLE32(4))
-            return XXH64.avalanche(UInt64(combined) ^ flip)
-        case 4...8:
-            let input = UInt64(p.loadLE32(length - 4)) &+ (UInt64(p.loadLE32(0)) << 32)
-            var h = input ^ (s.loadLE64(8) ^ s.loadLE64(16))
-            h ^= h.rotated(49) ^ h.rotated(24)
-            h &*= 0x9FB2_1C65_1E98_DF25
-            h ^= (h >> 35) &+ len
-            h &*= 0x9FB2_1C65_1E98_DF25
-            return h ^ (h >> 28)
-        case 9...16:
-            let low = p.loadLE64(0) ^ (s.loadLE64(24) ^ s.loadLE64(32))
-            let high = p.loadLE64(length - 8) ^ (s.loadLE64(40) ^ s.loadLE64(48))
-            return avalanche(len &+ low.byteSwapped &+ high &+ fold(low, high))
-        case 17...128:
-            var acc = len &* XXH64.prime1
-            if length > 32 {
-                if length > 64 {
-                    if length > 96 {
-                        acc &+= mix16(p + 48, s + 96)
-                        acc &+= mix16(p + length - 64, s + 112)
-                    }
-                    acc &+= mix16(p + 32, s + 64)
-                    acc &+= mix16(p + length - 48, s + 80)
-                }
-                acc &+= mix16(p + 16, s + 32)
-                acc &+= mix16(p + length - 32, s + 48)
-            }
-            acc &+= mix16(p, s)
-            acc &+= mix16(p + length - 16, s + 16)
-            return avalanche(acc)
-        case 129...240:
-            var acc = len &* XXH64.prime1
-            for i in 0..<8 { acc &+= mix16(p + 16 * i, s + 16 * i) }
-            acc = avalanche(acc)
-            for i in 8..<(length / 16) { acc &+= mix16(p + 16 * i, s + 16 * (i - 8) + 3) }
-            acc &+= mix16(p + length - 16, s + 119)
-            return avalanche(acc)
-        default:
-            return hashLong(p, length, s)
+        case 1...3: return hash1to3(p, length, s)
+        case 4...8: return hash4to8(p, length, s)
+        case 9...16: return hash9to16(p, length, s)
+        case 17...128: return hash17to128(p, length, s)
+        case 129...240: return hash129to240(p, length, s)
+        default: return hashLong(p, length, s)
         }
+    }
+
+    /// 1 to 3 bytes.
+    @inline(__always) private static func hash1to3(_ p: UnsafeRawPointer, _ length: Int, _ s: UnsafeRawPointer) -> UInt64 {
+        let combined = (UInt32(p.load(fromByteOffset: 0, as: UInt8.self)) << 16)
+            | (UInt32(p.load(fromByteOffset: length >> 1, as: UInt8.self)) << 24)
+            | UInt32(p.load(fromByteOffset: length - 1, as: UInt8.self)) | (UInt32(length) << 8)
+        let flip = UInt64(s.loadLE32(0) ^ s.loadLE32(4))
+        return XXH64.avalanche(UInt64(combined) ^ flip)
+    }
+
+    /// 4 to 8 bytes.
+    @inline(__always) private static func hash4to8(_ p: UnsafeRawPointer, _ length: Int, _ s: UnsafeRawPointer) -> UInt64 {
+        let input = UInt64(p.loadLE32(length - 4)) &+ (UInt64(p.loadLE32(0)) << 32)
+        var h = input ^ (s.loadLE64(8) ^ s.loadLE64(16))
+        h ^= h.rotated(49) ^ h.rotated(24)
+        h &*= 0x9FB2_1C65_1E98_DF25
+        h ^= (h >> 35) &+ UInt64(length)
+        h &*= 0x9FB2_1C65_1E98_DF25
+        return h ^ (h >> 28)
+    }
+
+    /// 9 to 16 bytes.
+    @inline(__always) private static func hash9to16(_ p: UnsafeRawPointer, _ length: Int, _ s: UnsafeRawPointer) -> UInt64 {
+        let low = p.loadLE64(0) ^ (s.loadLE64(24) ^ s.loadLE64(32))
+        let high = p.loadLE64(length - 8) ^ (s.loadLE64(40) ^ s.loadLE64(48))
+        return avalanche(UInt64(length) &+ low.byteSwapped &+ high &+ fold(low, high))
+    }
+
+    /// 17 to 128 bytes: pairs of 16-byte mixes from both ends.
+    @inline(__always) private static func hash17to128(_ p: UnsafeRawPointer, _ length: Int, _ s: UnsafeRawPointer) -> UInt64 {
+        var acc = UInt64(length) &* XXH64.prime1
+        if length > 32 {
+            if length > 64 {
+                if length > 96 {
+                    acc &+= mix16(p + 48, s + 96)
+                    acc &+= mix16(p + length - 64, s + 112)
+                }
+                acc &+= mix16(p + 32, s + 64)
+                acc &+= mix16(p + length - 48, s + 80)
+            }
+            acc &+= mix16(p + 16, s + 32)
+            acc &+= mix16(p + length - 32, s + 48)
+        }
+        acc &+= mix16(p, s)
+        acc &+= mix16(p + length - 16, s + 16)
+        return avalanche(acc)
+    }
+
+    /// 129 to 240 bytes: 16-byte mixes, avalanched after the first eight.
+    @inline(__always) private static func hash129to240(_ p: UnsafeRawPointer, _ length: Int, _ s: UnsafeRawPointer) -> UInt64 {
+        var acc = UInt64(length) &* XXH64.prime1
+        for i in 0..<8 { acc &+= mix16(p + 16 * i, s + 16 * i) }
+        acc = avalanche(acc)
+        for i in 8..<(length / 16) { acc &+= mix16(p + 16 * i, s + 16 * (i - 8) + 3) }
+        acc &+= mix16(p + length - 16, s + 119)
+        return avalanche(acc)
     }
 
     /// More than 240 bytes: 64-byte stripes into eight lanes, scrambled every 1,024 bytes.

@@ -126,6 +126,11 @@ extension LoopbackOrigin {
             }
         }
 
+        /// Records how the response ended, unless an ending is recorded already.
+        func end(_ ending: Ending) {
+            state.update { if $0.ending == nil { $0.ending = ending } }
+        }
+
         /// Takes the queued chunks, and whether `finish()` was asked for after them.
         func take() -> (chunks: [Data], finish: Bool) {
             wake.drain()

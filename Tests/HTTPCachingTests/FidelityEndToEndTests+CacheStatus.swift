@@ -94,7 +94,7 @@ extension FidelityEndToEndTests {
         #expect(await gate.reached())
         let second = StartedFetch(h.session, request)
         let key = try h.cache.key(for: request)
-        #expect(await eventually { h.cache.flights.followers(of: key) == 1 }, "the second request waits in the first one's flight")
+        #expect(await eventually { h.cache.engine.flights.followers(of: key) == 1 }, "the second request waits in the first one's flight")
         gate.open()
         let leader = try await first.value, follower = try await second.value
         #expect(leader.cacheStatusField == "HTTPCaching; fwd=uri-miss; fwd-status=200; ttl=60; stored")

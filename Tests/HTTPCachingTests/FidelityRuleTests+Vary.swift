@@ -50,7 +50,7 @@ extension FidelityRuleTests {
                 "a stored entry names its own variant")
     }
 
-    @Test("RFC 9111 §4.1: each combination is an entry of its own, at most HTTPCache.maxVariantsPerURL per URL, the oldest removed",
+    @Test("RFC 9111 §4.1: each combination is an entry of its own, at most Vary.maxVariantsPerURL per URL, the oldest removed",
           arguments: [1, 8, 9, 12], [false, true])
     func boundedVariants(count: Int, onDisk: Bool) throws {
         let clock = TestClock()
@@ -71,8 +71,8 @@ extension FidelityRuleTests {
             try cache.storeResponse(response, data: Data(language.utf8), for: request(language))
             clock.advance(by: 1)
         }
-        let kept = min(count, HTTPCache.maxVariantsPerURL)
-        #expect(HTTPCache.maxVariantsPerURL == 8)
+        let kept = min(count, Vary.maxVariantsPerURL)
+        #expect(Vary.maxVariantsPerURL == 8)
         #expect(cache.entryCount == kept + 1, "the variants kept, plus the entry under the URL")
         for (index, language) in languages.enumerated() {
             let entry = cache.cachedEntry(for: request(language))

@@ -161,7 +161,7 @@ struct HTTPSemanticsEndToEndTests {
         let old = try await h.get("/p")
         #expect(old.text == "v1" && old.status == .stale)
         #expect(h.origin.requestCount("/p") == 1)
-        #expect(h.cache.refreshesInFlight == 0)
+        #expect(h.cache.engine.refreshesInFlight == 0)
     }
 
     @Test("cache-only never touches the network: a miss is CachingError.notCached, a hit is served at any age")

@@ -128,7 +128,7 @@ struct CollapsingTests {
         let fetches = (0..<64).map { _ in StartedFetch(h.session, URLRequest(url: h.origin.url("/hot"))) }
         // The origin holds the leader's answer until the 63 others wait on it.
         #expect(await gate.reached(count: 1, timeout: 30))
-        #expect(await eventually(timeout: 30) { h.cache.flights.followers(of: key) == 63 })
+        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 63 })
         gate.open()
         var results: [FetchResult] = []
         for fetch in fetches { results.append(try await fetch.value) }
@@ -153,7 +153,7 @@ struct CollapsingTests {
         let first = StartedFetch(h.session, request)
         #expect(await gate.reached(count: 1, timeout: 30))
         let second = StartedFetch(h.session, request), third = StartedFetch(h.session, request)
-        #expect(await eventually(timeout: 30) { h.cache.flights.followers(of: key) == 2 })
+        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 2 })
         gate.open()
         let bodies = try await [first.value.text, second.value.text, third.value.text]
         #expect(Set(bodies).count == 3, "each caller got its own answer: \(bodies)")
@@ -172,9 +172,9 @@ struct CollapsingTests {
         #expect(await gate.reached(count: 1, timeout: 30))
         let follower = h.session.dataTask(with: h.origin.url("/slow"))
         follower.resume()
-        #expect(await eventually(timeout: 30) { h.cache.flights.followers(of: key) == 1 })
+        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 1 })
         follower.cancel()
-        #expect(await eventually(timeout: 30) { h.cache.flights.followers(of: key) == 0 }, "the cancelled follower left the flight")
+        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 0 }, "the cancelled follower left the flight")
         gate.open()
         #expect(try await leader.value.text == "lead")
         #expect(h.origin.requestCount("/slow") == 1)
@@ -219,7 +219,7 @@ struct CollapsingTests {
         #expect(try await fetch(sessions[1], origin.url("/stale")).status == .stale)
         // The second process claimed the refresh in its own process, then found the store's
         // claim taken and gave its own back: no second refresh reaches the origin.
-        #expect(await eventually { caches[1].refreshesInFlight == 0 })
+        #expect(await eventually { caches[1].engine.refreshesInFlight == 0 })
         gate.open()
         #expect(await recorders[0].wait(for: .refreshed(bodyChanged: true)))
         #expect(origin.requestCount("/stale") == 2, "one miss, one refresh: the second process found the claim taken")

@@ -228,7 +228,7 @@ struct ConcurrencyTests {
         #expect(await h.recorder.wait(for: .refreshed(bodyChanged: true)))
         #expect(h.origin.requestCount("/hot") == 2, "one miss, one refresh")
         #expect(h.recorder.count(.served(.stale)) == 100)
-        #expect(h.cache.refreshesInFlight == 0)
+        #expect(h.cache.engine.refreshesInFlight == 0)
         #expect(try await h.get("/hot").text == "v2")
     }
 
@@ -244,11 +244,11 @@ struct ConcurrencyTests {
         h.clock.advance(by: 61)
         for _ in 0..<20 {
             #expect(try await h.get("/g").status == .stale)
-            #expect(h.cache.refreshesInFlight == 1, "visible as soon as the caller is answered")
+            #expect(h.cache.engine.refreshesInFlight == 1, "visible as soon as the caller is answered")
         }
         gate.signal()
         #expect(await h.recorder.wait(for: .refreshed(bodyChanged: true)))
-        #expect(h.cache.refreshesInFlight == 0)
+        #expect(h.cache.engine.refreshesInFlight == 0)
         #expect(h.origin.requestCount("/g") == 2)
     }
 

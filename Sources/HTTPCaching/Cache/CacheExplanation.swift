@@ -59,7 +59,7 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
         /// The request fields its `Vary` names, lower-cased.
         public let vary: [String]
         /// How many variants of its URL are listed as stored (at most
-        /// `HTTPCache.maxVariantsPerURL`); nil when it does not vary.
+        /// 8); nil when it does not vary.
         public let variantsStored: Int?
         /// Whether the response would be stored as it is under the configuration in force now.
         public let storable: Bool
@@ -182,7 +182,7 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
 extension CacheExplanation {
     /// Works out the explanation: the key, the lookup, `CacheDecision.evaluate`, and what
     /// `Storability` says of the entry. Reads the store; never the network.
-    static func make(request: URLRequest, keys: KeyDerivation, cache: HTTPCache) -> CacheExplanation {
+    static func make(request: URLRequest, keys: KeyDerivation, cache: CacheEngine) -> CacheExplanation {
         let configuration = cache.configuration
         let now = cache.now()
         let headers = keys.headers(request)
@@ -266,7 +266,7 @@ extension CacheExplanation {
     }
 
     private static func describe(_ entry: CacheEntry, policy: CachingPolicy, windows: CacheWindows, evaluation: CacheDecision.Evaluation,
-                                 credentialed: Bool, request: URLRequest, cache: HTTPCache, now: Date) -> Entry {
+                                 credentialed: Bool, request: URLRequest, cache: CacheEngine, now: Date) -> Entry {
         let resident = entry.age(at: now)
         let age: TimeInterval, ageSource: String
         if policy == .httpSemantics {
@@ -309,7 +309,7 @@ extension CacheExplanation {
     /// Whether a stored response would be stored as it is under the configuration in force,
     /// and why.
     private static func storability(of entry: CacheEntry, policy: CachingPolicy, credentialed: Bool,
-                                    cache: HTTPCache) -> (Bool, String) {
+                                    cache: CacheEngine) -> (Bool, String) {
         let configuration = cache.configuration
         let head = ResponseHead(statusCode: entry.statusCode, headers: entry.headers, url: entry.url)
         if let reason = Storability.reasonNotToStore(method: "GET", response: head, policy: policy, credentialed: credentialed,
@@ -341,7 +341,7 @@ extension CacheExplanation {
     }
 
     private static func outcome(_ evaluation: CacheDecision.Evaluation, method: String, entry: CacheEntry?, windows: CacheWindows,
-                                policy: CachingPolicy, configuration: CacheConfiguration, cache: HTTPCache,
+                                policy: CachingPolicy, configuration: CacheConfiguration, cache: CacheEngine,
                                 reasons: inout [String]) -> Outcome {
         let name = configuration.cacheName
         let lifetime = evaluation.lifetime ?? windows.fresh
@@ -450,7 +450,7 @@ extension HTTPCache {
     /// from, the policy and windows in force, whether the stored response would still be
     /// stored and why, and what would happen.
     public func explain(_ request: URLRequest) -> CacheExplanation {
-        CacheExplanation.make(request: request, keys: plainKeys, cache: self)
+        CacheExplanation.make(request: request, keys: plainKeys, cache: engine)
     }
 }
 
@@ -459,6 +459,6 @@ extension CacheInstallation {
     /// request and why, keying it as the sessions do (their `httpAdditionalHeaders`
     /// included). See `HTTPCache.explain(_:)`.
     public func explain(_ request: URLRequest) -> CacheExplanation {
-        CacheExplanation.make(request: request, keys: binding.keys, cache: binding.cache)
+        CacheExplanation.make(request: request, keys: binding.keys, cache: binding.engine)
     }
 }

@@ -9,7 +9,7 @@ enum BackgroundRefresh {
     /// Starts refreshing `previous` (served stale to the caller of `hop`), unless a refresh of
     /// its key is running here or claimed by another process.
     static func start(_ previous: CacheEntry, hop: Hop, binding: ProtocolBinding) {
-        let cache = binding.cache
+        let cache = binding.engine
         guard cache.beginRefresh(previous.key) else { return }
         cache.ioQueue(for: previous.key.url).async {
             guard cache.store.claimRefresh(of: previous.key, lease: 60) else {

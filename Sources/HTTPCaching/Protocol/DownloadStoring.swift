@@ -36,7 +36,7 @@ struct DownloadStoring: @unchecked Sendable {
     /// Decides as for a data task's answer, and stores the file's bytes when that says so.
     /// Call it on an I/O queue.
     func store() {
-        let cache = binding.cache
+        let cache = binding.engine
         let headers = binding.keys.headers(request)
         guard let key = try? binding.key(for: request) else { return } // no partition secret: not stored
         let context = CacheTransaction.Context(request: request, headers: headers, key: key, configuration: cache.configuration,
@@ -59,7 +59,7 @@ struct DownloadStoring: @unchecked Sendable {
     }
 
     private func perform(_ actions: [CacheTransaction.Action], key: CacheKey) {
-        let cache = binding.cache
+        let cache = binding.engine
         for action in actions {
             switch action {
             case .emit(let kind): cache.emit(kind, key, request.url)

@@ -31,7 +31,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     let binding: ProtocolBinding
-    let cache: HTTPCache
+    let cache: CacheEngine
     let role: Role
     let state: Mutex<State>
 
@@ -65,7 +65,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     init(role: Role, hop: Hop, binding: ProtocolBinding) {
         self.binding = binding
-        cache = binding.cache
+        cache = binding.engine
         self.role = role
         state = Mutex(State(hop: hop))
     }
@@ -225,7 +225,7 @@ extension CacheTransaction.Action {
 extension CacheTransaction.Context {
     /// The context of a hop's transaction under `binding`, for `role`.
     init(_ hop: Hop, role: Exchange.Role, binding: ProtocolBinding) {
-        let cache = binding.cache
+        let cache = binding.engine
         let transactionRole: CacheTransaction.Role
         switch role {
         case .caller: transactionRole = .foreground(streaming: false)

@@ -99,7 +99,7 @@ final class FoundationHandOff: @unchecked Sendable {
                 return client.urlProtocolDidFinishLoading(`protocol`)
             }
             let finish = UncheckedBox((self, `protocol`))
-            binding.cache.ioQueue(for: storing.url).async {
+            binding.engine.ioQueue(for: storing.url).async {
                 storing.store()
                 queue.async {
                     let (relay, inner) = finish.value

@@ -28,7 +28,7 @@ public final class CacheInstallation: Sendable {
 
     /// The entry stored for a request, whatever its age; nil if none.
     public func cachedEntry(for request: URLRequest) -> CacheEntry? {
-        binding.cache.cachedEntry(for: request, keys: binding.keys)
+        binding.engine.cachedEntry(for: request, keys: binding.keys)
     }
 
     /// Stores a response for a request by hand, as if it had just come from the network.
@@ -37,20 +37,20 @@ public final class CacheInstallation: Sendable {
     @discardableResult
     public func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest,
                               windows: CacheWindows? = nil) throws -> Bool {
-        try binding.cache.storeResponse(response, data: data, for: request, windows: windows, keys: binding.keys)
+        try binding.engine.storeResponse(response, data: data, for: request, windows: windows, keys: binding.keys)
     }
 
     /// Sets the windows for one request's entry, now and for every response stored for it
     /// from now on (this process only). nil clears them.
     /// - Throws: the store's error when it cannot read or write the entry.
     public func setWindows(_ windows: CacheWindows?, for request: URLRequest) throws {
-        try binding.cache.setWindows(windows, for: request, keys: binding.keys)
+        try binding.engine.setWindows(windows, for: request, keys: binding.keys)
     }
 
     /// Removes the entry stored for a request, if any.
     /// - Throws: the store's error when it cannot remove.
     public func removeEntry(for request: URLRequest) throws {
-        try binding.cache.removeEntry(for: request, keys: binding.keys)
+        try binding.engine.removeEntry(for: request, keys: binding.keys)
     }
 }
 

@@ -12,6 +12,8 @@ import FoundationNetworking
 /// protocol class, and the class finds its binding here.
 final class ProtocolBinding: Sendable {
     let cache: HTTPCache
+    /// The cache's engine, which the plumbing works through.
+    var engine: CacheEngine { cache.engine }
     let forwarding: ForwardingSession
     /// The session's `httpAdditionalHeaders`: they reach the network (added by Foundation's
     /// HTTP class in the forwarding session) but not the request the cache sees, so keys,
@@ -43,7 +45,7 @@ final class ProtocolBinding: Sendable {
     /// The key of the entry stored under a request's URL, with this binding's session headers.
     /// - Throws: what the store's `partitionSecret()` throws, for a credentialed request.
     func key(for request: URLRequest) throws -> CacheKey {
-        try keys.key(for: request, headers: keys.headers(request), secret: cache.partitionSecret)
+        try keys.key(for: request, headers: keys.headers(request), secret: engine.partitionSecret)
     }
 }
 

@@ -1,0 +1,58 @@
+import Foundation
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The management calls, keyed as a session keys requests (`keys`).
+extension CacheEngine {
+    func cachedEntry(for request: URLRequest, keys: KeyDerivation) -> CacheEntry? {
+        let headers = keys.headers(request)
+        guard let key = try? keys.key(for: request, headers: headers, secret: partitionSecret) else { return nil }
+        guard var entry = lookup(key, headers: headers).entry else { return nil }
+        entry.varyValues[Vary.variantListName] = nil // the cache's own bookkeeping
+        return entry
+    }
+
+    func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest, windows: CacheWindows?,
+                       keys: KeyDerivation) throws -> Bool {
+        let headers = keys.headers(request)
+        let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
+        let head = ResponseHead(response)
+        let names = Vary.names(head.header("Vary"))
+        var entry = CacheEntry(key: key, url: CacheKey.removingUserinfo(response.url ?? request.url ?? URL(fileURLWithPath: "/")),
+                               statusCode: response.statusCode,
+                               headers: Storability.storedHeaders(of: head, keepingCookies: configuration.storesResponsesSettingCookies),
+                               body: data, storedAt: now(), windows: windows ?? windowsSetAhead(for: key),
+                               varyValues: Vary.values(names: names, headers: headers))
+        entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: configuration)
+        var stored = true
+        if !names.isEmpty && !names.contains("*") {
+            var variant = entry
+            variant.key.variant = Vary.variantName(names: names, headers: headers)
+            stored = try write(variant, reporting: true)
+        }
+        return try write(entry, reporting: true) && stored
+    }
+
+    func setWindows(_ windows: CacheWindows?, for request: URLRequest, keys: KeyDerivation) throws {
+        let headers = keys.headers(request)
+        let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
+        entryWindows.withLock { $0[key] = windows }
+        if var entry = try store.entry(for: key) {
+            entry.windows = windows
+            entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: configuration)
+            try store.write(entry)
+        }
+    }
+
+    func removeEntry(for request: URLRequest, keys: KeyDerivation) throws {
+        let headers = keys.headers(request)
+        let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
+        if let primary = try? store.entry(for: key) {
+            let names = Vary.names(primary.header("Vary")).filter { $0 != "*" }
+            if !names.isEmpty { try store.removeEntry(for: keys.variantKey(of: key, varyNames: names, headers: headers)) }
+        }
+        try store.removeEntry(for: key)
+    }
+}

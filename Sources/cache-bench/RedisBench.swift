@@ -63,34 +63,59 @@ enum RedisBench {
             configuration.enableHTTPCaching(cache)
             sessions[name] = URLSession(configuration: configuration)
         }
+        routeBodies(on: origin)
+        var problems = warm(sessions, redis: redis, origin: origin)
+        measuring.store(true, ordering: .relaxed)
+        let samples = sample(sessions, origin: origin, rounds: rounds, problems: &problems)
+        measuring.store(false, ordering: .relaxed)
+        problems.append(contentsOf: unexpected.withLock { $0 })
+        for session in sessions.values { session.finishTasksAndInvalidate() }
+        return report(samples, rounds: rounds, problems: problems)
+    }
+
+    /// Routes a body of each size.
+    private static func routeBodies(on origin: LoopbackOrigin) {
         for size in sizes {
             origin.route("/redis-bench/\(size.bytes)", response: .init(headers: [("Content-Type", "application/octet-stream")],
                                                                         body: Data((0..<size.bytes).map { UInt8(truncatingIfNeeded: $0 &* 13) })))
         }
-        func url(_ size: Int, _ i: Int) -> URL { origin.url("/redis-bench/\(size)?k=\(i % hotKeys)") }
+    }
 
+    /// The URL of hot key `i` (modulo `hotKeys`) of a size.
+    private static func url(_ origin: LoopbackOrigin, _ size: Int, _ i: Int) -> URL {
+        origin.url("/redis-bench/\(size)?k=\(i % hotKeys)")
+    }
+
+    /// One miss per hot key, then waits until each store answers it (a write may land just
+    /// after its response is delivered).
+    /// - Returns: the problems met.
+    private static func warm(_ sessions: [String: URLSession], redis: RedisResponseStore, origin: LoopbackOrigin) -> [String] {
         var problems: [String] = []
-        // Warm: one miss per hot key, then wait until each store answers it (a write may land
-        // just after its response is delivered).
         for size in sizes {
             for variant in variants {
-                for k in 0..<hotKeys where get(sessions[variant]!, url(size.bytes, k)) != size.bytes {
+                for k in 0..<hotKeys where get(sessions[variant]!, url(origin, size.bytes, k)) != size.bytes {
                     problems.append("redis bench \(variant) \(size.bytes): a warm-up request failed")
                 }
             }
         }
         let warmDeadline = now() + 10
-        while redis.entryCount < sizes.count * hotKeys && now() < warmDeadline { _ = get(sessions["redis"]!, url(1024, 0)) }
+        while redis.entryCount < sizes.count * hotKeys && now() < warmDeadline { _ = get(sessions["redis"]!, url(origin, 1024, 0)) }
+        return problems
+    }
 
+    /// The measured rounds: every size through every store, the stores in a new order each
+    /// round.
+    /// - Returns: seconds per request, by size suffix and store, one sample per round.
+    private static func sample(_ sessions: [String: URLSession], origin: LoopbackOrigin, rounds: Int,
+                               problems: inout [String]) -> [String: [String: [Double]]] {
         var samples: [String: [String: [Double]]] = [:]
-        measuring.store(true, ordering: .relaxed)
         for _ in 0..<rounds {
             for size in sizes {
                 for variant in variants.shuffled() {
                     let session = sessions[variant]!
                     let before = origin.requestCount()
                     let start = now()
-                    for i in 0..<size.requests where get(session, url(size.bytes, i)) != size.bytes {
+                    for i in 0..<size.requests where get(session, url(origin, size.bytes, i)) != size.bytes {
                         problems.append("redis bench \(variant) \(size.bytes): a request failed")
                     }
                     samples[size.suffix, default: [:]][variant, default: []].append((now() - start) / Double(size.requests))
@@ -99,10 +124,12 @@ enum RedisBench {
                 }
             }
         }
-        measuring.store(false, ordering: .relaxed)
-        problems.append(contentsOf: unexpected.withLock { $0 })
-        for session in sessions.values { session.finishTasksAndInvalidate() }
+        return samples
+    }
 
+    /// Prints the table and any problems.
+    /// - Returns: the `ratio.` lines, and the problems, each once.
+    private static func report(_ samples: [String: [String: [Double]]], rounds: Int, problems: [String]) -> (lines: [String], problems: [String]) {
         print("\nfresh hits by store, microseconds per request (median of \(rounds) interleaved rounds; sequential requests)")
         print("body     " + variants.map { $0.padding(toLength: 10, withPad: " ", startingAt: 0) }.joined())
         var lines: [String] = []

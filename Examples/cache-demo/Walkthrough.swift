@@ -13,41 +13,10 @@ enum Walkthrough {
 
     /// Runs the walkthrough. - Returns: the exit status.
     static func run(store choice: StoreChoice) async -> Int32 {
-        let origin: LoopbackOrigin
-        do {
-            origin = try LoopbackOrigin()
-        } catch {
-            Output.error("cannot start the embedded origin: \(error)")
-            return 1
-        }
+        guard let origin = startOrigin() else { return 1 }
         defer { origin.stop() }
-        origin.route("/resource") { _, hit in
-            .init(headers: [("Content-Type", "text/plain")], text: "version \(hit)", delay: originLatency)
-        }
-        // A resource with a validator: answers 304 when the request's If-None-Match matches.
-        origin.route("/validated") { request, _ in
-            if request.header("If-None-Match") == "\"r1\"" {
-                return .init(status: 304, headers: [("ETag", "\"r1\"")], delay: originLatency)
-            }
-            return .init(headers: [("Content-Type", "text/plain"), ("ETag", "\"r1\"")], text: "tagged", delay: originLatency)
-        }
         let url = origin.url("/resource")
-        let store: any ResponseStore
-        do {
-            store = try choice.makeStore()
-        } catch {
-            Output.error("cannot open the store: \(error)")
-            return 1
-        }
-        // The origin's port changes from run to run; key its entries under one fixed name so
-        // that a second run with a disk store finds the first run's entries.
-        let stableKeys = CacheConfiguration(windows: windows, keyRewriter: { key, _ in
-            CacheKey(method: key.method, normalizedURL: key.url.replacingOccurrences(of: "127.0.0.1:\(origin.port)", with: "demo-origin"))
-        })
-        let cache = HTTPCache(configuration: stableKeys, store: store)
-        if store.entryCount > 0 {
-            Output.line("the store already holds \(store.entryCount) entr\(store.entryCount == 1 ? "y" : "ies") from an earlier run\n")
-        }
+        guard let cache = openCache(choice, origin: origin) else { return 1 }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
         let runner = Runner(session: URLSession(configuration: configuration))
@@ -59,6 +28,65 @@ enum Walkthrough {
         // walkthrough go on (observers are called in the order they were added).
         let refreshes = RefreshTracker(cache)
 
+        let table = printIntro(url)
+        var steps = Steps(runner: runner, table: table, origin: origin, url: url)
+        do {
+            try await play(&steps, refreshes: refreshes)
+        } catch {
+            Output.error("walkthrough request failed: \(error.localizedDescription)")
+            return 1
+        }
+        Output.line("\nthe origin answered \(origin.requestCount()) of \(steps.count) requests (one of them with a 304); the cache answered the rest.")
+        return 0
+    }
+
+    /// The embedded origin: `/resource`, whose body changes on every request, and
+    /// `/validated`, which has an ETag; nil (the reason printed) if it cannot start.
+    private static func startOrigin() -> LoopbackOrigin? {
+        let origin: LoopbackOrigin
+        do {
+            origin = try LoopbackOrigin()
+        } catch {
+            Output.error("cannot start the embedded origin: \(error)")
+            return nil
+        }
+        origin.route("/resource") { _, hit in
+            .init(headers: [("Content-Type", "text/plain")], text: "version \(hit)", delay: originLatency)
+        }
+        // A resource with a validator: answers 304 when the request's If-None-Match matches.
+        origin.route("/validated") { request, _ in
+            if request.header("If-None-Match") == "\"r1\"" {
+                return .init(status: 304, headers: [("ETag", "\"r1\"")], delay: originLatency)
+            }
+            return .init(headers: [("Content-Type", "text/plain"), ("ETag", "\"r1\"")], text: "tagged", delay: originLatency)
+        }
+        return origin
+    }
+
+    /// The cache over the chosen store, saying so if the store holds entries already; nil
+    /// (the reason printed) if the store cannot be opened.
+    private static func openCache(_ choice: StoreChoice, origin: LoopbackOrigin) -> HTTPCache? {
+        let store: any ResponseStore
+        do {
+            store = try choice.makeStore()
+        } catch {
+            Output.error("cannot open the store: \(error)")
+            return nil
+        }
+        // The origin's port changes from run to run; key its entries under one fixed name so
+        // that a second run with a disk store finds the first run's entries.
+        let stableKeys = CacheConfiguration(windows: windows, keyRewriter: { key, _ in
+            CacheKey(method: key.method, normalizedURL: key.url.replacingOccurrences(of: "127.0.0.1:\(origin.port)", with: "demo-origin"))
+        })
+        let cache = HTTPCache(configuration: stableKeys, store: store)
+        if store.entryCount > 0 {
+            Output.line("the store already holds \(store.entryCount) entr\(store.entryCount == 1 ? "y" : "ies") from an earlier run\n")
+        }
+        return cache
+    }
+
+    /// Prints what the walkthrough runs against and the table's header. - Returns: the table.
+    private static func printIntro(_ url: URL) -> Table {
         Output.line("""
         swift-http-caching walkthrough
         origin: \(url.absoluteString) (answers "version N", N counting its requests, after \(Int(originLatency * 1000)) ms)
@@ -67,52 +95,71 @@ enum Walkthrough {
         """)
         let table = Table(columns: [("#", 3), ("elapsed s", 9), ("served", 11), ("status", 6), ("body", 10), ("ms", 7), ("origin hits", 11)])
         table.header()
+        return table
+    }
 
-        var n = 0
-        let notes: [String: String] = [
-            "miss": "miss: nothing stored, fetched from the origin and stored",
-            "fresh": "fresh: younger than \(format(windows.fresh)) s, answered from the store, no network",
-            "stale": "stale: past the fresh window, answered from the store at once; refreshing in the background",
-            "expired": "expired: older than the \(format(windows.usable)) s usable window, fetched again; the new answer replaced it",
-            "revalidated": "revalidated: expired, but it has an ETag; the origin answered 304 and the stored body was served",
-            "fallback": "fallback: the origin is unreachable; the expired entry was served instead of an error",
-        ]
-        func step(_ request: URLRequest = URLRequest(url: url)) async throws {
-            n += 1
-            let row = try await runner.request(n, request)
-            table.row([String(n), format(row.elapsed, 2), row.cache, String(row.status),
+    /// The requests, in order: miss, fresh, stale and its refresh, expired; then, on
+    /// `/validated`, a miss, a 304 revalidation and, with the origin stopped, a fallback.
+    private static func play(_ steps: inout Steps, refreshes: RefreshTracker) async throws {
+        // The second act uses windows of its own, set on the request: fresh 0.5 s, usable 1 s.
+        var tagged = URLRequest(url: steps.origin.url("/validated"))
+        tagged.cacheWindows = try? CacheWindows(fresh: 0.5, usable: 1)
+
+        try await steps.step()                   // miss (or, from a disk store, whatever is stored)
+        try await steps.step()                   // fresh
+        try await pause(windows.fresh + 0.2)
+        try await steps.step()                   // stale, refreshed in the background
+        await refreshes.wait()
+        try await steps.step()                   // fresh: the refreshed body
+        try await pause(windows.usable + 0.2)
+        try await steps.step()                   // expired
+        try await steps.step()                   // fresh: the new body
+
+        Output.line("\nvalidators and fallback: /validated sends an ETag; this request sets its own windows (fresh 0.5 s, usable 1 s)")
+        try await steps.step(tagged)             // miss
+        try await pause(1.2)
+        try await steps.step(tagged)             // revalidated: 304
+        try await pause(1.2)
+        steps.origin.stop()
+        Output.line("      (the origin is stopped)")
+        try await steps.step(tagged)             // fallback
+    }
+
+    /// What each way of being served means, printed under its row.
+    private static let notes: [String: String] = [
+        "miss": "miss: nothing stored, fetched from the origin and stored",
+        "fresh": "fresh: younger than \(format(windows.fresh)) s, answered from the store, no network",
+        "stale": "stale: past the fresh window, answered from the store at once; refreshing in the background",
+        "expired": "expired: older than the \(format(windows.usable)) s usable window, fetched again; the new answer replaced it",
+        "revalidated": "revalidated: expired, but it has an ETag; the origin answered 304 and the stored body was served",
+        "fallback": "fallback: the origin is unreachable; the expired entry was served instead of an error",
+    ]
+
+    /// The walkthrough's numbered requests, each printed as a table row and a note.
+    private struct Steps {
+        let runner: Runner
+        let table: Table
+        let origin: LoopbackOrigin
+        /// What a step without a request of its own asks for.
+        let url: URL
+        /// How many requests were made.
+        private(set) var count = 0
+
+        init(runner: Runner, table: Table, origin: LoopbackOrigin, url: URL) {
+            self.runner = runner
+            self.table = table
+            self.origin = origin
+            self.url = url
+        }
+
+        /// Makes the next request (by default a GET for `url`) and prints its row and note.
+        mutating func step(_ request: URLRequest? = nil) async throws {
+            count += 1
+            let row = try await runner.request(count, request ?? URLRequest(url: url))
+            table.row([String(count), format(row.elapsed, 2), row.cache, String(row.status),
                        String(decoding: row.body, as: UTF8.self), format(row.ms), String(origin.requestCount())])
             Output.line("      \(notes[row.cache] ?? row.cache)")
         }
-        // The second act uses windows of its own, set on the request: fresh 0.5 s, usable 1 s.
-        var tagged = URLRequest(url: origin.url("/validated"))
-        tagged.cacheWindows = try? CacheWindows(fresh: 0.5, usable: 1)
-
-        do {
-            try await step()                   // miss (or, from a disk store, whatever is stored)
-            try await step()                   // fresh
-            try await pause(windows.fresh + 0.2)
-            try await step()                   // stale, refreshed in the background
-            await refreshes.wait()
-            try await step()                   // fresh: the refreshed body
-            try await pause(windows.usable + 0.2)
-            try await step()                   // expired
-            try await step()                   // fresh: the new body
-
-            Output.line("\nvalidators and fallback: /validated sends an ETag; this request sets its own windows (fresh 0.5 s, usable 1 s)")
-            try await step(tagged)             // miss
-            try await pause(1.2)
-            try await step(tagged)             // revalidated: 304
-            try await pause(1.2)
-            origin.stop()
-            Output.line("      (the origin is stopped)")
-            try await step(tagged)             // fallback
-        } catch {
-            Output.error("walkthrough request failed: \(error.localizedDescription)")
-            return 1
-        }
-        Output.line("\nthe origin answered \(origin.requestCount()) of \(n) requests (one of them with a 304); the cache answered the rest.")
-        return 0
     }
 
     private static func pause(_ seconds: TimeInterval) async throws {

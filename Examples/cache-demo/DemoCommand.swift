@@ -136,17 +136,14 @@ extension DemoCommand {
         guard first == "fetch" || first == "explain" else { throw UsageError(description: "unknown command '\(first)'") }
         let explaining = first == "explain"
 
-        var url: URL?
-        var fresh: Double?, usable: Double?
-        var options = FetchOptions(url: URL(string: "http://localhost/")!)
-        var explain = ExplainOptions(url: options.url)
+        var parsed = ParsedArguments()
         let valued = explaining ? ["--fresh", "--usable", "--store", "--policy", "--header", "-H"]
                                 : ["--fresh", "--usable", "--repeat", "--interval", "--store", "--policy"]
         var rest = arguments.dropFirst()[...]
         while let argument = rest.popFirst() {
             if argument == "--help" || argument == "-h" { return .help }
-            if argument == "--json" { options.json = true; explain.json = true; continue }
-            if explaining && argument == "--fetch-first" { explain.fetchFirst = true; continue }
+            if argument == "--json" { parsed.options.json = true; parsed.explain.json = true; continue }
+            if explaining && argument == "--fetch-first" { parsed.explain.fetchFirst = true; continue }
             if argument.hasPrefix("-") {
                 var name = argument, value: String?
                 if let equals = argument.firstIndex(of: "="), !argument.hasPrefix("-H") {
@@ -157,34 +154,53 @@ extension DemoCommand {
                     throw UsageError(description: "unknown option '\(name)'")
                 }
                 guard let text = value ?? rest.popFirst() else { throw UsageError(description: "\(name) needs a value") }
-                switch name {
-                case "--fresh": fresh = try seconds(text, name)
-                case "--usable": usable = try seconds(text, name)
-                case "--interval": options.interval = try seconds(text, name)
-                case "--store":
-                    options.store = try StoreChoice(parsing: text)
-                    explain.store = options.store
-                case "--policy":
-                    guard let policy = CachingPolicy(builtInNamed: text) else {
-                        throw UsageError(description: "--policy takes one of \(Self.policyNames.joined(separator: ", ")), not '\(text)'")
-                    }
-                    options.policy = policy
-                    explain.policy = policy
-                case "--header", "-H":
-                    guard let colon = text.firstIndex(of: ":"),
-                          case let field = text[..<colon].trimmingCharacters(in: .whitespaces), !field.isEmpty,
-                          field.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: ":") }) else {
-                        throw UsageError(description: "\(name) takes 'Name: value', not '\(text)'")
-                    }
-                    explain.headers.append(.init(name: field, value: text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
-                default:
-                    guard let count = Int(text), count >= 1 else {
-                        throw UsageError(description: "--repeat takes a whole number of at least 1, not '\(text)'")
-                    }
-                    options.repeatCount = count
-                }
+                try parsed.set(name, text)
                 continue
             }
+            try parsed.setURL(argument)
+        }
+        return try parsed.command(first, explaining: explaining)
+    }
+
+    /// What `parse` has read so far of a `fetch` or `explain` command line.
+    private struct ParsedArguments {
+        var url: URL?
+        var fresh: Double?, usable: Double?
+        var options = FetchOptions(url: URL(string: "http://localhost/")!)
+        var explain = ExplainOptions(url: URL(string: "http://localhost/")!)
+
+        /// Takes an option that has a value (one `parse` accepted for the command).
+        mutating func set(_ name: String, _ text: String) throws(UsageError) {
+            switch name {
+            case "--fresh": fresh = try DemoCommand.seconds(text, name)
+            case "--usable": usable = try DemoCommand.seconds(text, name)
+            case "--interval": options.interval = try DemoCommand.seconds(text, name)
+            case "--store":
+                options.store = try StoreChoice(parsing: text)
+                explain.store = options.store
+            case "--policy":
+                guard let policy = CachingPolicy(builtInNamed: text) else {
+                    throw UsageError(description: "--policy takes one of \(DemoCommand.policyNames.joined(separator: ", ")), not '\(text)'")
+                }
+                options.policy = policy
+                explain.policy = policy
+            case "--header", "-H":
+                guard let colon = text.firstIndex(of: ":"),
+                      case let field = text[..<colon].trimmingCharacters(in: .whitespaces), !field.isEmpty,
+                      field.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: ":") }) else {
+                    throw UsageError(description: "\(name) takes 'Name: value', not '\(text)'")
+                }
+                explain.headers.append(.init(name: field, value: text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            default:
+                guard let count = Int(text), count >= 1 else {
+                    throw UsageError(description: "--repeat takes a whole number of at least 1, not '\(text)'")
+                }
+                options.repeatCount = count
+            }
+        }
+
+        /// Takes the URL, the one argument that is not an option.
+        mutating func setURL(_ argument: String) throws(UsageError) {
             guard url == nil else { throw UsageError(description: "unexpected argument '\(argument)'") }
             guard let parsed = URL(string: argument), let scheme = parsed.scheme?.lowercased(),
                   scheme == "http" || scheme == "https", parsed.host?.isEmpty == false else {
@@ -192,18 +208,24 @@ extension DemoCommand {
             }
             url = parsed
         }
-        guard let url else { throw UsageError(description: "\(first) needs a URL") }
-        options.url = url
-        do {
-            options.windows = try CacheWindows(fresh: fresh ?? CacheWindows.standard.fresh,
-                                               usable: usable ?? max(CacheWindows.standard.usable, fresh ?? 0))
-        } catch {
-            throw UsageError(description: error.description)
+
+        /// The command, once every argument has been read.
+        func command(_ first: String, explaining: Bool) throws(UsageError) -> DemoCommand {
+            guard let url else { throw UsageError(description: "\(first) needs a URL") }
+            var options = self.options
+            options.url = url
+            do {
+                options.windows = try CacheWindows(fresh: fresh ?? CacheWindows.standard.fresh,
+                                                   usable: usable ?? max(CacheWindows.standard.usable, fresh ?? 0))
+            } catch {
+                throw UsageError(description: error.description)
+            }
+            guard explaining else { return .fetch(options) }
+            var explain = self.explain
+            explain.url = url
+            explain.windows = options.windows
+            return .explain(explain)
         }
-        guard explaining else { return .fetch(options) }
-        explain.url = url
-        explain.windows = options.windows
-        return .explain(explain)
     }
 
     /// The walkthrough's only option: `--store STORE` or `--store=STORE`.

@@ -3,7 +3,6 @@ import Testing
 @testable import HTTPCaching
 import HTTPCachingTestKit
 
-
 /// Random field values: noise, and mutations of valid ones.
 struct FieldFuzzer {
     var random: SeededGenerator
@@ -69,30 +68,31 @@ struct FieldFuzzer {
 
 @Suite("Parser fuzzing: no trap, no hang, results in range")
 struct ParserFuzzTests {
-    /// A fixed seed (reproducible) and a few fresh ones; a failing case names its seed.
-    static let seeds: [UInt64] = [0x5EED_0F_CAC4E, 20_260_101] + (0..<3).map { _ in UInt64.random(in: .min ... .max) }
-    static let iterations = 1_500
-    /// Each seed's run stops here even if the iterations are not done: bounded time.
-    static let budget: TimeInterval = 0.2
+    /// Two fixed seeds (the same cases every run) and three fresh ones; a failure names its seed and case.
+    static let seeds = FuzzCases.seeds([0x5EED_0F_CAC4E, 20_260_101], fresh: 3)
+    /// Each seed runs this many cases, then more, up to `maximumCases`, while within `budget`.
+    static let minimumCases = 200
+    static let maximumCases = 1_500
+    static let budget: Duration = .milliseconds(200)
     static let ceiling: TimeInterval = 2_147_483_648
     static let now = Date(timeIntervalSince1970: 1_767_225_600) // 2026-01-01
 
-    /// Runs `check` on random strings until the iterations or the time budget run out, and
-    /// fails if one call took long enough to count as a hang: 5 s, far above any linear parse
-    /// of the largest input (256 KB) even on a loaded machine, far below what a quadratic one
-    /// would take; a true endless loop never returns and fails the run by its time limit.
-    func fuzz(seed: UInt64, _ check: (String) -> Void) {
-        var fuzzer = FieldFuzzer(seed: seed)
-        let start = Date()
-        var slowest: TimeInterval = 0
-        for _ in 0..<Self.iterations {
+    /// Runs `check` on random strings, each with the label that names its case, and fails if
+    /// one call took long enough to count as a hang: 5 s, far above any linear parse of the
+    /// largest input (256 KB) even on a loaded machine, far below what a quadratic one would
+    /// take; a true endless loop never returns and fails the run by its time limit.
+    func fuzz(seed: UInt64, _ check: (_ input: String, _ label: String) -> Void) {
+        var slowest: (seconds: TimeInterval, label: String) = (0, "")
+        let ran = FuzzCases(seed: seed, minimum: Self.minimumCases, maximum: Self.maximumCases, budget: Self.budget).run { fuzzCase in
+            var fuzzer = FieldFuzzer(seed: fuzzCase.seed)
             let input = fuzzer.string()
             let before = Date()
-            check(input)
-            slowest = max(slowest, Date().timeIntervalSince(before))
-            if Date().timeIntervalSince(start) > Self.budget { break }
+            check(input, fuzzCase.label)
+            let seconds = Date().timeIntervalSince(before)
+            if seconds > slowest.seconds { slowest = (seconds, fuzzCase.label) }
         }
-        #expect(slowest < 5, "seed \(seed): one call took \(slowest) s")
+        #expect(ran >= Self.minimumCases)
+        #expect(slowest.seconds < 5, "\(slowest.label): one call took \(slowest.seconds) s")
     }
 
     func inRange(_ value: TimeInterval?) -> Bool {
@@ -102,101 +102,104 @@ struct ParserFuzzTests {
 
     @Test("deltaSeconds: nil unless all ASCII digits; else finite in 0...2^31", arguments: seeds)
     func deltaSeconds(seed: UInt64) {
-        fuzz(seed: seed) { input in
+        fuzz(seed: seed) { input, label in
             let value = HTTPFieldParsing.deltaSeconds(input)
             let digitsOnly = !input.isEmpty && input.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
-            #expect((value != nil) == digitsOnly, "seed \(seed) input \(input.debugDescription)")
-            #expect(inRange(value), "seed \(seed) input \(input.debugDescription)")
+            #expect((value != nil) == digitsOnly, "\(label) input \(input.debugDescription)")
+            #expect(inRange(value), "\(label) input \(input.debugDescription)")
         }
     }
 
     @Test("age: nil or finite in 0...2^31, and equal to its first member's delta-seconds", arguments: seeds)
     func age(seed: UInt64) {
-        fuzz(seed: seed) { input in
+        fuzz(seed: seed) { input, label in
             let value = HTTPFieldParsing.age(input)
-            #expect(inRange(value), "seed \(seed) input \(input.debugDescription)")
+            #expect(inRange(value), "\(label) input \(input.debugDescription)")
             let first = HTTPFieldParsing.listMembers(input).first
-            #expect(value == first.flatMap { HTTPFieldParsing.deltaSeconds($0) }, "seed \(seed) input \(input.debugDescription)")
+            #expect(value == first.flatMap { HTTPFieldParsing.deltaSeconds($0) }, "\(label) input \(input.debugDescription)")
         }
     }
 
     @Test("Cache-Control: every delta-seconds directive in range, and parsing is deterministic", arguments: seeds)
     func cacheControl(seed: UInt64) {
         let names = ["max-age", "s-maxage", "min-fresh", "max-stale", "stale-while-revalidate", "stale-if-error"]
-        fuzz(seed: seed) { input in
+        fuzz(seed: seed) { input, label in
             let directives = CacheControl(input, pragma: input)
-            #expect(directives == CacheControl(input, pragma: input))
+            #expect(directives == CacheControl(input, pragma: input), "\(label)")
             for name in names {
                 let seconds = directives.seconds(name)
-                #expect(inRange(seconds), "seed \(seed) input \(input.debugDescription)")
+                #expect(inRange(seconds), "\(label) input \(input.debugDescription)")
                 #expect((seconds != nil) == (directives.delta(name) != .absent && directives.delta(name) != .bare
-                    && directives.delta(name) != .invalid), "seed \(seed) input \(input.debugDescription)")
-                if directives.delta(name) != .absent { #expect(directives.has(name)) }
+                    && directives.delta(name) != .invalid), "\(label) input \(input.debugDescription)")
+                if directives.delta(name) != .absent { #expect(directives.has(name), "\(label)") }
             }
         }
     }
 
     @Test("HTTP-date: nil, or an instant in years 0-9999 that formats and parses back to itself", arguments: seeds)
     func httpDate(seed: UInt64) {
-        fuzz(seed: seed) { input in
+        fuzz(seed: seed) { input, label in
             guard let date = HTTPDate.parse(input, now: Self.now) else { return }
             let seconds = date.timeIntervalSince1970
             #expect(seconds.isFinite && seconds >= -62_167_219_200 && seconds <= 253_402_300_799,
-                    "seed \(seed) input \(input.debugDescription)")
-            #expect(seconds == seconds.rounded(.down), "seed \(seed) input \(input.debugDescription)")
+                    "\(label) input \(input.debugDescription)")
+            #expect(seconds == seconds.rounded(.down), "\(label) input \(input.debugDescription)")
             if seconds >= -30_610_224_000 { // years before 1000 have fewer than four digits in `format`
-                #expect(HTTPDate.parse(HTTPDate.format(date), now: Self.now) == date, "seed \(seed) input \(input.debugDescription)")
+                #expect(HTTPDate.parse(HTTPDate.format(date), now: Self.now) == date, "\(label) input \(input.debugDescription)")
             }
         }
     }
 
     @Test("Expires: never absent when present; a date exactly when HTTP-date parses", arguments: seeds)
     func expires(seed: UInt64) {
-        fuzz(seed: seed) { input in
+        fuzz(seed: seed) { input, label in
             let value = HTTPFieldParsing.expires(input, now: Self.now)
             switch value {
-            case .absent: Issue.record("seed \(seed): a present Expires read as absent: \(input.debugDescription)")
-            case .invalid: #expect(HTTPDate.parse(input, now: Self.now) == nil)
-            case .date(let date): #expect(HTTPDate.parse(input, now: Self.now) == date)
+            case .absent: Issue.record("\(label): a present Expires read as absent: \(input.debugDescription)")
+            case .invalid: #expect(HTTPDate.parse(input, now: Self.now) == nil, "\(label)")
+            case .date(let date): #expect(HTTPDate.parse(input, now: Self.now) == date, "\(label)")
             }
         }
     }
 
     @Test("Vary: each name is * or a non-empty lower-case token", arguments: seeds)
     func vary(seed: UInt64) {
-        fuzz(seed: seed) { input in
+        fuzz(seed: seed) { input, label in
             for name in HTTPFieldParsing.varyNames(input) {
                 let isToken = !name.isEmpty && name.utf8.allSatisfy { HTTPFieldParsing.isTokenCharacter($0) && !($0 >= 0x41 && $0 <= 0x5A) }
-                #expect(isToken, "seed \(seed) input \(input.debugDescription) name \(name.debugDescription)")
+                #expect(isToken, "\(label) input \(input.debugDescription) name \(name.debugDescription)")
             }
         }
     }
 
     @Test("ageHeaderValue: any double, any bit pattern, gives digits in 0...2^31", arguments: seeds)
     func ageHeaderValue(seed: UInt64) {
-        var random = SeededGenerator(seed: seed)
         let specials: [TimeInterval] = [.nan, -.nan, .signalingNaN, .infinity, -.infinity, .greatestFiniteMagnitude,
                                         -.greatestFiniteMagnitude, .leastNonzeroMagnitude, -0.0, 0, 2_147_483_648, 2_147_483_647.999]
-        let doubles = specials + (0..<Self.iterations).map { i in
-            i % 2 == 0 ? TimeInterval(bitPattern: random.next()) : TimeInterval.random(in: -1e10...1e10, using: &random)
+        for seconds in specials { checkAgeHeaderValue(seconds, "special") }
+        FuzzCases(seed: seed, minimum: Self.maximumCases).run { fuzzCase in
+            var random = SeededGenerator(seed: fuzzCase.seed)
+            let seconds = fuzzCase.index % 2 == 0 ? TimeInterval(bitPattern: random.next()) : TimeInterval.random(in: -1e10...1e10, using: &random)
+            checkAgeHeaderValue(seconds, fuzzCase.label)
         }
-        for seconds in doubles {
-            let text = HTTPFieldParsing.ageHeaderValue(seconds)
-            let value = HTTPFieldParsing.deltaSeconds(text)
-            #expect(value != nil && inRange(value), "seed \(seed) seconds \(seconds.bitPattern) gave \(text)")
-            if seconds.isFinite && seconds >= 0 && seconds < Self.ceiling {
-                #expect(value == seconds.rounded(.down), "seed \(seed) seconds \(seconds)")
-            }
+    }
+
+    func checkAgeHeaderValue(_ seconds: TimeInterval, _ label: String) {
+        let text = HTTPFieldParsing.ageHeaderValue(seconds)
+        let value = HTTPFieldParsing.deltaSeconds(text)
+        #expect(value != nil && inRange(value), "\(label): seconds \(seconds.bitPattern) gave \(text)")
+        if seconds.isFinite && seconds >= 0 && seconds < Self.ceiling {
+            #expect(value == seconds.rounded(.down), "\(label): seconds \(seconds)")
         }
     }
 
     @Test("format then parse is the identity for whole-second dates in years 1000-9999", arguments: seeds)
     func roundTrip(seed: UInt64) {
-        var random = SeededGenerator(seed: seed)
-        for _ in 0..<Self.iterations {
+        FuzzCases(seed: seed, minimum: Self.maximumCases).run { fuzzCase in
+            var random = SeededGenerator(seed: fuzzCase.seed)
             let seconds = TimeInterval(Int64.random(in: -30_610_224_000...253_402_300_799, using: &random))
             let date = Date(timeIntervalSince1970: seconds)
-            #expect(HTTPDate.parse(HTTPDate.format(date), now: Self.now) == date, "seed \(seed) seconds \(seconds)")
+            #expect(HTTPDate.parse(HTTPDate.format(date), now: Self.now) == date, "\(fuzzCase.label): seconds \(seconds)")
         }
     }
 

@@ -149,61 +149,83 @@ struct RedisRESPTests {
         #expect(throws: RESPParser.ProtocolError.self) { try parser.next() }
     }
 
-    @Test("seeded fuzzing: random and mutated bytes in random pieces never crash or hang, and fail with a message")
-    func fuzz() throws {
-        var generator = SeededGenerator(seed: 0x5EED_2024)
+    /// How the fuzzed inputs ended: in replies, in an error, or waiting for more bytes.
+    struct FuzzOutcomes: CustomStringConvertible {
+        var values = 0, errors = 0, pending = 0
+        var description: String { "\(values) replies, \(errors) errors, \(pending) pending" }
+    }
+
+    static let fuzzLimits: RESPParser.Limits = {
         var limits = RESPParser.Limits()
         limits.maxBulkLength = 4096
         limits.maxArrayCount = 64
         limits.maxDepth = 4
         limits.maxLineLength = 256
         limits.maxReplyBytes = 16 << 10
-        let alphabet = Array("+-:$*\r\n0123456789-abcOK".utf8)
-        var outcomes = (values: 0, errors: 0, pending: 0)
-        for round in 0..<3000 {
-            var input: [UInt8]
-            switch round % 3 {
-            case 0: // random bytes, any value
-                input = (0..<Int.random(in: 0...200, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            case 1: // random bytes from the protocol's own characters
-                input = (0..<Int.random(in: 0...200, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
-            default: // valid replies, mutated
-                input = (0..<Int.random(in: 1...5, using: &generator)).flatMap { _ in RESPValue.random(using: &generator, depth: 0).wire }
-                for _ in 0..<Int.random(in: 1...4, using: &generator) where !input.isEmpty {
-                    let at = Int.random(in: 0..<input.count, using: &generator)
-                    switch Int.random(in: 0..<4, using: &generator) {
-                    case 0: input[at] = UInt8.random(in: 0...255, using: &generator)
-                    case 1: input.insert(alphabet.randomElement(using: &generator)!, at: at)
-                    case 2: input.remove(at: at)
-                    default: input = Array(input[..<at])
-                    }
-                }
-            }
-            var parser = RESPParser(limits: limits)
-            var offset = 0
-            var steps = 0
-            var failed = false
-            while offset < input.count && !failed {
-                let piece = Int.random(in: 1...32, using: &generator)
-                parser.append(input[offset..<min(offset + piece, input.count)])
-                offset += piece
-                do {
-                    while try parser.next() != nil {
-                        outcomes.values += 1
-                        steps += 1
-                        // Each reply takes at least 3 bytes: more steps than that is a loop.
-                        try #require(steps <= input.count / 3 + 1, "round \(round): more replies than the bytes allow")
-                    }
-                } catch let error as RESPParser.ProtocolError {
-                    #expect(!error.description.isEmpty)
-                    outcomes.errors += 1
-                    failed = true
-                }
-            }
-            if !failed && parser.bufferedByteCount > 0 { outcomes.pending += 1 }
+        return limits
+    }()
+
+    static let fuzzAlphabet = Array("+-:$*\r\n0123456789-abcOK".utf8)
+
+    @Test("seeded fuzzing: random and mutated bytes in random pieces never crash or hang, and fail with a message",
+          arguments: FuzzCases.seeds([0x5EED_2024]))
+    func fuzz(seed: UInt64) throws {
+        var outcomes = FuzzOutcomes()
+        let ran = try FuzzCases(seed: seed, minimum: 1_500, maximum: 3_000, budget: .milliseconds(500)).run { fuzzCase in
+            var generator = SeededGenerator(seed: fuzzCase.seed)
+            let input = Self.fuzzInput(kind: fuzzCase.index % 3, using: &generator)
+            try Self.parseInPieces(input, using: &generator, label: fuzzCase.label, outcomes: &outcomes)
         }
         // The generator reaches every outcome, so the fuzzing is not all one kind.
-        #expect(outcomes.values > 500 && outcomes.errors > 500 && outcomes.pending > 50, "\(outcomes)")
+        #expect(outcomes.values > ran / 6 && outcomes.errors > ran / 6 && outcomes.pending > ran / 60,
+                "seed \(hexSeed(seed)), \(ran) cases: \(outcomes)")
+    }
+
+    /// Random bytes (kind 0), random bytes from the protocol's own characters (1), or valid
+    /// replies with one to four bytes changed, inserted or removed, or cut short (2).
+    static func fuzzInput(kind: Int, using generator: inout SeededGenerator) -> [UInt8] {
+        switch kind {
+        case 0: return (0..<Int.random(in: 0...200, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        case 1: return (0..<Int.random(in: 0...200, using: &generator)).map { _ in fuzzAlphabet.randomElement(using: &generator)! }
+        default: break
+        }
+        var input = (0..<Int.random(in: 1...5, using: &generator)).flatMap { _ in RESPValue.random(using: &generator, depth: 0).wire }
+        for _ in 0..<Int.random(in: 1...4, using: &generator) where !input.isEmpty {
+            let at = Int.random(in: 0..<input.count, using: &generator)
+            switch Int.random(in: 0..<4, using: &generator) {
+            case 0: input[at] = UInt8.random(in: 0...255, using: &generator)
+            case 1: input.insert(fuzzAlphabet.randomElement(using: &generator)!, at: at)
+            case 2: input.remove(at: at)
+            default: input = Array(input[..<at])
+            }
+        }
+        return input
+    }
+
+    /// Feeds `input` to a parser in random pieces of 1 to 32 bytes, taking every reply after
+    /// each, until the end or an error (which must say something).
+    static func parseInPieces(_ input: [UInt8], using generator: inout SeededGenerator, label: String,
+                              outcomes: inout FuzzOutcomes) throws {
+        var parser = RESPParser(limits: fuzzLimits)
+        var offset = 0, steps = 0
+        while offset < input.count {
+            let piece = Int.random(in: 1...32, using: &generator)
+            parser.append(input[offset..<min(offset + piece, input.count)])
+            offset += piece
+            do {
+                while try parser.next() != nil {
+                    outcomes.values += 1
+                    steps += 1
+                    // Each reply takes at least 3 bytes: more steps than that is a loop.
+                    try #require(steps <= input.count / 3 + 1, "\(label): more replies than the bytes allow")
+                }
+            } catch let error as RESPParser.ProtocolError {
+                #expect(!error.description.isEmpty, "\(label)")
+                outcomes.errors += 1
+                return
+            }
+        }
+        if parser.bufferedByteCount > 0 { outcomes.pending += 1 }
     }
 
     @Test("commands go out as arrays of bulk strings, binary-safe")

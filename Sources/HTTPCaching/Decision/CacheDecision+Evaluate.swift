@@ -1,0 +1,258 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Why the decision went the way it did, as facts: `explain` words them (`CacheExplanation`),
+/// the decision never writes text.
+enum DecisionNote: Sendable, Equatable {
+    case methodNotAnswered(String)
+    case methodUnsafe(String)
+    case unknownPolicy
+    case networkOnlyPolicy
+    case conditionalRequest(field: String)
+    case credentialsNotCached
+    case notCachedAndNoNetwork
+    case varyMiss
+    case storeUnreadable
+    case nothingStored
+    case reloadRequested
+    case anyAgeAnswers(policy: String)
+    case headOnlyWhileFresh
+    case rangeOnlyFromFreshEntry
+    case mustReachOriginButNoNetwork
+}
+
+extension CacheDecision {
+    /// The decision and how it was reached, for `explain`.
+    struct Evaluation: Sendable {
+        var action: CacheAction
+        var policy: CachingPolicy?
+        var windows: CacheWindows?
+        var age: TimeInterval?
+        var lifetime: TimeInterval?
+        var lifetimeSource: Freshness.Source?
+        var verdict: CachePolicyVerdict?
+        var notes: [DecisionNote] = []
+
+        init(_ action: CacheAction, policy: CachingPolicy? = nil, _ notes: DecisionNote...) {
+            self.action = action
+            self.policy = policy
+            self.notes = notes
+        }
+    }
+
+    /// What the request itself asks, read once.
+    struct RequestFacts {
+        var method: String
+        var headers: RequestHeaders
+        var directives: CacheControl
+        var directivesGiven: Bool
+        var reload: Bool
+        var revalidating: Bool
+        var onlyIfCached: Bool
+        var store: Bool
+        var range: String?
+
+        init(_ request: URLRequest, headers: RequestHeaders, method: String, policy: CachingPolicy) {
+            self.method = method
+            self.headers = headers
+            directives = CacheControl(headers.value("Cache-Control"), pragma: headers.value("Pragma"))
+            directivesGiven = directives != CacheControl(nil)
+            reload = [.reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData].contains(request.cachePolicy)
+            revalidating = request.cachePolicy == .reloadRevalidatingCacheData
+            onlyIfCached = directives.has("only-if-cached") || policy == .cacheOnly
+            store = !directives.has("no-store") && method == "GET"
+            range = request.value(forHTTPHeaderField: "Range")
+            if revalidating { directives.require("no-cache") }
+        }
+
+        /// A forward plan adjusted for a HEAD or a range request.
+        func adjusted(_ plan: ForwardPlan) -> ForwardPlan {
+            method == "HEAD" || range != nil ? headOrRangeForward(plan) : plan
+        }
+    }
+
+    /// Decides what to do with a request, and says how (see `decide`).
+    static func evaluate(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool? = false,
+                         credentialed: Bool? = nil, now: Date, configuration: CacheConfiguration) -> Evaluation {
+        let headers = headers ?? RequestHeaders(request)
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        let policy: CachingPolicy
+        switch gate(request, method: method, headers: headers, credentialed: credentialed, configuration: configuration) {
+        case .decided(let evaluation): return evaluation
+        case .policy(let resolved): policy = resolved
+        }
+        let facts = RequestFacts(request, headers: headers, method: method, policy: policy)
+        guard let entry else { return withoutEntry(facts, otherVariant: otherVariant, policy: policy) }
+        if facts.reload {
+            let plan = facts.adjusted(ForwardPlan(status: .expired, reason: .request, store: facts.store, replacesEntry: true))
+            return Evaluation(.forward(plan), policy: policy, .reloadRequested)
+        }
+        let windows = windows(for: request, entry: entry, default: configuration.windows)
+        if policy == .cacheFirst || policy == .cacheOnly {
+            return anyAge(entry, facts, policy: policy, windows: windows, now: now)
+        }
+        guard let judged = judge(entry, facts, request: request, policy: policy, windows: windows, now: now,
+                                 configuration: configuration) else {
+            return Evaluation(.fail(.unknownPolicy(policy.name)), policy: policy)
+        }
+        var evaluation = conclude(judged, entry: entry, facts, windows: windows, configuration: configuration)
+        evaluation.policy = policy
+        evaluation.windows = windows
+        evaluation.age = judged.servedAge
+        evaluation.lifetime = judged.lifetime
+        evaluation.lifetimeSource = judged.lifetimeSource
+        evaluation.verdict = judged.verdict
+        return evaluation
+    }
+
+    private enum Gate {
+        case decided(Evaluation)
+        case policy(CachingPolicy)
+    }
+
+    /// What is decided before the entry matters: methods not answered from the store, the
+    /// request's policy, the network-only policy, the caller's own conditional requests,
+    /// credentials the configuration does not cache.
+    private static func gate(_ request: URLRequest, method: String, headers: RequestHeaders, credentialed: Bool?,
+                             configuration: CacheConfiguration) -> Gate {
+        guard method == "GET" || method == "HEAD" else {
+            let safe = safeMethods.contains(method)
+            return .decided(Evaluation(.forward(.bypass(.method, passThrough: true, invalidates: !safe)),
+                                       safe ? .methodNotAnswered(method) : .methodUnsafe(method)))
+        }
+        let policy: CachingPolicy
+        switch resolvePolicy(for: request, configuration: configuration) {
+        case .success(let resolved): policy = resolved
+        case .failure(let error): return .decided(Evaluation(.fail(error), .unknownPolicy))
+        }
+        if policy == .networkOnly { return .decided(Evaluation(.forward(.bypass(.bypass)), policy: policy, .networkOnlyPolicy)) }
+        if let name = conditionalRequestHeaders.first(where: { request.value(forHTTPHeaderField: $0) != nil }) {
+            return .decided(Evaluation(.forward(.bypass(.bypass, passThrough: true)), policy: policy, .conditionalRequest(field: name)))
+        }
+        let isCredentialed = credentialed ?? !configuration.effectivePartitioning.inputs(headers).isEmpty
+        if !configuration.storesCredentialedResponses && isCredentialed {
+            return .decided(Evaluation(.forward(.bypass(.bypass)), policy: policy, .credentialsNotCached))
+        }
+        return .policy(policy)
+    }
+
+    /// Nothing stored answers: the network, unless the request forbids it.
+    private static func withoutEntry(_ facts: RequestFacts, otherVariant: Bool?, policy: CachingPolicy) -> Evaluation {
+        if facts.onlyIfCached { return Evaluation(.fail(.notCached), policy: policy, .notCachedAndNoNetwork) }
+        let (reason, note): (ForwardReason, DecisionNote) = switch otherVariant {
+        case true?: (.varyMiss, .varyMiss)
+        case false?: (.uriMiss, .nothingStored)
+        case nil: (.miss, .storeUnreadable)
+        }
+        return Evaluation(.forward(facts.adjusted(ForwardPlan(status: .miss, reason: reason, store: facts.store))), policy: policy, note)
+    }
+
+    /// The cache-first and cache-only policies: any stored entry answers, whatever its age.
+    private static func anyAge(_ entry: CacheEntry, _ facts: RequestFacts, policy: CachingPolicy, windows: CacheWindows,
+                               now: Date) -> Evaluation {
+        let age = entry.age(at: now)
+        let status: CacheStatus = age < windows.fresh ? .fresh : .stale
+        var evaluation = Evaluation(.serve(ServePlan(status: status, age: age, ttl: windows.fresh - age, refresh: false,
+                                                     form: serveForm(method: facts.method, range: facts.range, entry: entry) ?? .whole)),
+                                    policy: policy, .anyAgeAnswers(policy: policy.name))
+        evaluation.windows = windows
+        evaluation.age = servedAge(of: entry, policy: policy, now: now)
+        evaluation.verdict = .fresh
+        return evaluation
+    }
+}
+
+extension CacheDecision {
+    /// What the policy says of a stored entry for a request: its verdict, and what the
+    /// conclusion and `explain` need of how it was reached.
+    struct Judgement {
+        var verdict: CachePolicyVerdict
+        /// The verdict the request's own directives did not shape: worked out only when the
+        /// request forced the network, to tell `request` from `stale` (RFC 9211's `fwd`).
+        var withoutRequestDirectives: () -> CachePolicyVerdict
+        var ttl: TimeInterval
+        var age: TimeInterval
+        var servedAge: TimeInterval
+        var lifetime: TimeInterval?
+        var lifetimeSource: Freshness.Source?
+        var mustRevalidate = false
+        var errorLimit: TimeInterval
+    }
+
+    /// The policy's verdict on `entry`; nil for a policy with no rule.
+    private static func judge(_ entry: CacheEntry, _ facts: RequestFacts, request: URLRequest, policy: CachingPolicy,
+                              windows: CacheWindows, now: Date, configuration: CacheConfiguration) -> Judgement? {
+        let age = entry.age(at: now)
+        let servedAge = servedAge(of: entry, policy: policy, now: now)
+        let response = CacheControl(entry.header("Cache-Control"), pragma: entry.header("Pragma"))
+        var directives = facts.directives
+        let errorLimit = configuration.errorFallbackWindow ?? -1
+        switch policy {
+        case .httpSemantics:
+            let (lifetime, source) = Freshness.lifetimeAndSource(statusCode: entry.statusCode, header: entry.header, storedAt: entry.storedAt)
+            let mustRevalidate = response.has("must-revalidate") || response.has("no-cache")
+            let staleLimit = lifetime + (response.seconds("stale-while-revalidate") ?? 0)
+            let ifError = response.seconds("stale-if-error") ?? directives.seconds("stale-if-error")
+            if response.has("immutable") && facts.revalidating && servedAge < lifetime { directives = CacheControl(nil) }
+            let verdict = { (directives: CacheControl) in
+                builtInVerdict(age: servedAge, lifetime: lifetime, staleLimit: staleLimit, forceRevalidate: response.has("no-cache"),
+                               mustRevalidate: mustRevalidate, directives: directives)
+            }
+            return Judgement(verdict: verdict(directives), withoutRequestDirectives: { verdict(CacheControl(nil)) },
+                             ttl: lifetime - servedAge, age: age, servedAge: servedAge, lifetime: lifetime, lifetimeSource: source,
+                             mustRevalidate: mustRevalidate, errorLimit: ifError.map { max(errorLimit, lifetime + $0) } ?? errorLimit)
+        case .twoTier:
+            let honors = configuration.honorsOriginDirectives
+            let noCache = honors && response.has("no-cache")
+            let mustRevalidate = honors && (noCache || response.has("must-revalidate") || response.has("proxy-revalidate"))
+            if response.has("immutable") && facts.revalidating && age < windows.fresh { directives = CacheControl(nil) }
+            let verdict = { (directives: CacheControl) in
+                builtInVerdict(age: age, lifetime: windows.fresh, staleLimit: mustRevalidate ? windows.fresh : windows.usable,
+                               forceRevalidate: noCache, mustRevalidate: mustRevalidate, directives: directives)
+            }
+            return Judgement(verdict: verdict(directives), withoutRequestDirectives: { verdict(CacheControl(nil)) },
+                             ttl: windows.fresh - age, age: age, servedAge: servedAge, lifetime: windows.fresh,
+                             lifetimeSource: .windows, mustRevalidate: mustRevalidate, errorLimit: errorLimit)
+        default:
+            guard let rule = policy.rule else { return nil }
+            let verdict = rule.verdict(for: CachePolicyContext(request: request, entry: entry, age: age, now: now, windows: windows))
+            return Judgement(verdict: verdict, withoutRequestDirectives: { verdict }, ttl: windows.fresh - age, age: age,
+                             servedAge: servedAge, errorLimit: errorLimit)
+        }
+    }
+
+    /// From the verdict to the action: serve (fresh, or stale and refreshed), or go to the
+    /// network (revalidating when the entry has a validator), with the fallback it allows.
+    private static func conclude(_ judged: Judgement, entry: CacheEntry, _ facts: RequestFacts, windows: CacheWindows,
+                                 configuration: CacheConfiguration) -> Evaluation {
+        switch judged.verdict {
+        case .fresh, .stale:
+            let status: CacheStatus = judged.verdict == .fresh ? .fresh : .stale
+            if facts.method == "HEAD" && status == .stale {
+                return Evaluation(.forward(headOrRangeForward(ForwardPlan(status: .expired, reason: .stale))), .headOnlyWhileFresh)
+            }
+            guard let form = serveForm(method: facts.method, range: facts.range, entry: entry), status == .fresh || facts.range == nil else {
+                // RFC 9211: a fresh entry the range cannot use is `request`; a stale one, `stale`.
+                let plan = ForwardPlan(status: .expired, reason: status == .fresh ? .request : .stale)
+                return Evaluation(.forward(headOrRangeForward(plan)), .rangeOnlyFromFreshEntry)
+            }
+            return Evaluation(.serve(ServePlan(status: status, age: judged.servedAge, ttl: judged.ttl,
+                                               refresh: judged.verdict == .stale, form: form)))
+        case .revalidate, .network:
+            if facts.onlyIfCached { return Evaluation(.fail(.notCached), .mustReachOriginButNoNetwork) }
+            var reason = ForwardReason.stale
+            if facts.directivesGiven || facts.revalidating, [.fresh, .stale].contains(judged.withoutRequestDirectives()) {
+                reason = .request
+            }
+            let validate = judged.verdict == .revalidate && Validation.hasValidator(entry)
+            // A stored error is never a fallback: it would answer an error with an older one.
+            let fallback = configuration.errorFallbackWindow != nil && !judged.mustRevalidate && judged.age < judged.errorLimit
+                && entry.statusCode < 500
+            let pastUse = reason == .stale && !validate && !fallback && judged.age >= windows.usable
+            return Evaluation(.forward(facts.adjusted(ForwardPlan(status: .expired, reason: reason, validate: validate, store: facts.store,
+                                                                  fallback: fallback, discardEntry: pastUse, replacesEntry: true))))
+        }
+    }
+}

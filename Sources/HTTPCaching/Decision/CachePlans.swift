@@ -1,0 +1,114 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// How one request was answered, as the response header and events report it.
+public enum CacheStatus: String, Sendable, CaseIterable {
+    /// Served from the store while fresh; no network.
+    case fresh
+    /// Served from the store, past its fresh window but usable; refreshed in the background.
+    case stale
+    /// Nothing stored could answer: fetched from the network.
+    case miss
+    /// The stored entry could not answer as it was (past its windows, or the request asked
+    /// for the origin): fetched again.
+    case expired
+    /// Not cacheable (method, status, `no-store`, a conditional request, the network-only
+    /// policy): passed through untouched.
+    case bypass
+    /// Validated with the origin (a conditional request answered 304): the stored body, with
+    /// the origin's new headers, its age reset.
+    case revalidated
+    /// The network failed or the origin answered 5xx: an older entry served instead.
+    case fallback
+}
+
+/// Why a request went to the network: RFC 9211's `fwd` parameter.
+enum ForwardReason: String, Sendable, Equatable {
+    /// Nothing stored under the URL.
+    case uriMiss = "uri-miss"
+    /// Something stored under the URL, but for other values of the fields its `Vary` names.
+    case varyMiss = "vary-miss"
+    /// Nothing stored could answer, and the cache cannot tell which of the two above (the
+    /// store could not be read).
+    case miss
+    /// The stored entry was stale and could not be served stale.
+    case stale
+    /// The request's own directives (`no-cache`, `max-age`, a reload) forbade the stored entry.
+    case request
+    /// The method is not one the cache answers.
+    case method
+    /// The cache is set not to answer this request (policy, a conditional request, credentials).
+    case bypass
+}
+
+/// How a stored entry answers without the network.
+enum ServeForm: Sendable, Hashable {
+    /// The whole response.
+    case whole
+    /// A HEAD: the stored GET's status and fields, no body.
+    case headersOnly
+    /// A 206 with these bytes of the body.
+    case range(ClosedRange<Int>)
+    /// A 416: the requested range lies outside the body.
+    case rangeNotSatisfiable
+}
+
+/// Answering from the store, without the network.
+struct ServePlan: Sendable, Equatable {
+    /// `.fresh`, or `.stale` (served, then refreshed in the background).
+    var status: CacheStatus
+    /// What the `Age` field says.
+    var age: TimeInterval
+    /// Freshness left, in seconds; negative once stale (RFC 9211's `ttl`).
+    var ttl: TimeInterval
+    /// Whether to refresh the entry in the background.
+    var refresh: Bool
+    /// The whole response, its head, or a range of it.
+    var form: ServeForm = .whole
+}
+
+/// Going to the network, and what to do with what comes back.
+struct ForwardPlan: Sendable, Equatable {
+    /// How a stored answer is reported: `.miss`, `.expired` or `.bypass`.
+    var status: CacheStatus
+    /// Why the request goes out.
+    var reason: ForwardReason
+    /// Send a conditional request built from the stored entry's validators; a 304 that
+    /// selects the entry serves it as `.revalidated`.
+    var validate = false
+    /// Whether the response may be stored (not for `no-store` requests, other methods or the
+    /// network-only policy).
+    var store = true
+    /// On a network error or a 5xx, serve the stored entry instead, as `.fallback`.
+    var fallback = false
+    /// The stored entry is of no more use (past every window, nothing to validate it with,
+    /// no fallback): remove it now.
+    var discardEntry = false
+    /// The caller's own conditional or range request, or a method the cache does not answer:
+    /// whatever comes back reaches the caller untouched, 304 and 206 included.
+    var passThrough = false
+    /// An unsafe method: a non-error answer invalidates the stored GET of its URL and of the
+    /// same-origin URLs in its `Location` and `Content-Location`.
+    var invalidates = false
+    /// The stored entry answers the same request: a final answer that may not be stored
+    /// makes it outdated, so it is removed.
+    var replacesEntry = false
+
+    static func bypass(_ reason: ForwardReason, passThrough: Bool = false, invalidates: Bool = false) -> ForwardPlan {
+        ForwardPlan(status: .bypass, reason: reason, store: false, passThrough: passThrough, invalidates: invalidates)
+    }
+}
+
+/// What the cache does with one request. Produced by `CacheDecision`, carried out by the
+/// transaction and the URLProtocol plumbing.
+enum CacheAction: Sendable, Equatable {
+    /// Answer from the stored entry.
+    case serve(ServePlan)
+    /// Go to the network.
+    case forward(ForwardPlan)
+    /// Fail the request: it forbade the network and nothing stored may answer
+    /// (`CachingError.notCached`), or it names a policy the cache does not know.
+    case fail(CachingError)
+}

@@ -5,6 +5,67 @@ import FoundationNetworking
 
 /// The transaction's steps that more than one input leads to.
 extension CacheTransaction {
+    /// The caller's delegate answered `willCacheResponse` (`askToStore`): store what it said,
+    /// then end the caller's answer.
+    mutating func delegateAnswered(_ answer: DelegateStoreAnswer, now: Date) -> [Action] {
+        guard case .askingDelegate(let asking) = state else { return [] }
+        state = .done
+        var actions: [Action] = []
+        switch answer {
+        case .declined:
+            actions.append(.emit(.notStored(.declinedByDelegate)))
+        case .store(let replacement, let inMemoryOnly):
+            var entry = asking.entry
+            if let replacement {
+                entry.statusCode = replacement.head.statusCode
+                entry.headers = Storability.storedHeaders(of: replacement.head,
+                                                          keepingCookies: context.configuration.storesResponsesSettingCookies)
+                entry.body = replacement.body
+                entry.varyValues = Vary.values(names: Vary.names(entry.header("Vary")), headers: context.headers)
+                entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: context.configuration)
+            }
+            actions += storing(entry, inMemoryOnly: inMemoryOnly)
+        }
+        return actions + ending(nil, body: asking.body, stored: nil)
+    }
+
+    /// The last actions of an answer that came from the network, after its store writes.
+    func ending(_ head: ResponseHead?, body: Data, stored: CacheEntry?) -> [Action] {
+        var actions: [Action] = []
+        switch context.role {
+        case .refresh(let previous):
+            actions.append(.finish)
+            if let stored {
+                actions.append(.emit(.refreshed(bodyChanged: stored.body != previous.body)))
+            } else {
+                let status = head.map { "status \($0.statusCode)" } ?? "the answer"
+                actions.append(.emit(.refreshFailed(reason: "\(status) not stored; the stale entry was kept")))
+            }
+        case .foreground(let streaming):
+            if !streaming && !body.isEmpty { actions.append(.deliver(body)) }
+            actions.append(.finish)
+        }
+        return actions
+    }
+
+    /// The caller went away while other requests wait for this answer: it goes on without a
+    /// caller while it may still be stored (the waiting requests get the entry), and is
+    /// cancelled as soon as it cannot.
+    mutating func detach() -> [Action] {
+        switch state {
+        case .awaitingHead(let pending) where pending.plan.store && !pending.plan.passThrough:
+            break
+        case .receiving(let receiving) where receiving.storing:
+            break
+        default:
+            return cancel()
+        }
+        detached = true
+        context.role = .foreground(streaming: true) // nothing is kept for delivery
+        context.asksDelegateBeforeStoring = false // there is no caller to ask
+        return []
+    }
+
 
     mutating func passThrough(_ head: ResponseHead, plan: ForwardPlan) -> [Action] {
         var actions: [Action] = []

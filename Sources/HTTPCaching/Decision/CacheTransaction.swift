@@ -207,32 +207,10 @@ struct CacheTransaction {
 
     /// The network's response head arrived.
     mutating func head(_ head: ResponseHead, now: Date) -> [Action] {
-        guard case .awaitingHead(var pending) = state else { return [] }
+        guard case .awaitingHead(let pending) = state else { return [] }
         let plan = pending.plan
         if plan.passThrough { return passThrough(head, plan: plan) }
-
-        if head.statusCode == 304 {
-            guard !pending.conditional.isEmpty, let entry = pending.entry else { return badResponse(head, pending, now: now) }
-            guard Validation.selects(head, entry) else {
-                // RFC 9111 section 4.3.4: a 304 that selects no stored response updates nothing;
-                // ask once more, unconditionally.
-                guard !pending.retriedUnconditionally else { return badResponse(head, pending, now: now) }
-                pending.conditional = [:]
-                pending.retriedUnconditionally = true
-                state = .awaitingHead(pending)
-                return [.cancelForward, .forward(conditional: [:])]
-            }
-            state = .done
-            var merged = Validation.merge(entry, notModified: head, keepingCookies: context.configuration.storesResponsesSettingCookies,
-                                          now: now)
-            merged.usefulUntil = CacheDecision.usefulUntil(merged, configuration: context.configuration)
-            if isRefresh { return storing(merged) + [.finish, .emit(.refreshed(bodyChanged: false))] }
-            let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
-            let disposition = Disposition(status: .revalidated, forward: plan.reason, forwardStatus: 304, stored: true,
-                                          ttl: ttl(merged.statusCode, merged.header, windows: merged.windows, now: now),
-                                          age: CacheDecision.servedAge(of: merged, policy: policy, now: now))
-            return storing(merged) + [.emit(.served(.revalidated)), .serve(merged, .whole, disposition)]
-        }
+        if head.statusCode == 304 { return notModified(head, pending, now: now) }
         if head.statusCode == 206 { return badResponse(head, pending, now: now) }
         if head.statusCode >= 500 {
             if isRefresh {
@@ -241,7 +219,37 @@ struct CacheTransaction {
             }
             if plan.fallback, let entry = pending.entry { return fallback(entry, status: head.statusCode, now: now) }
         }
+        return receive(head, pending, now: now)
+    }
 
+    /// A 304: the stored entry, revalidated, if the 304 selects it (RFC 9111 section 4.3.4);
+    /// else one more request, unconditional.
+    mutating func notModified(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
+        guard !pending.conditional.isEmpty, let entry = pending.entry else { return badResponse(head, pending, now: now) }
+        guard Validation.selects(head, entry) else {
+            // A 304 that selects no stored response updates nothing: ask once more, unconditionally.
+            guard !pending.retriedUnconditionally else { return badResponse(head, pending, now: now) }
+            var retry = pending
+            retry.conditional = [:]
+            retry.retriedUnconditionally = true
+            state = .awaitingHead(retry)
+            return [.cancelForward, .forward(conditional: [:])]
+        }
+        state = .done
+        var merged = Validation.merge(entry, notModified: head, keepingCookies: context.configuration.storesResponsesSettingCookies,
+                                      now: now)
+        merged.usefulUntil = CacheDecision.usefulUntil(merged, configuration: context.configuration)
+        if isRefresh { return storing(merged) + [.finish, .emit(.refreshed(bodyChanged: false))] }
+        let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
+        let disposition = Disposition(status: .revalidated, forward: pending.plan.reason, forwardStatus: 304, stored: true,
+                                      ttl: ttl(merged.statusCode, merged.header, windows: merged.windows, now: now),
+                                      age: CacheDecision.servedAge(of: merged, policy: policy, now: now))
+        return storing(merged) + [.emit(.served(.revalidated)), .serve(merged, .whole, disposition)]
+    }
+
+    /// A final answer to receive: stored or not (and why), its head to the caller.
+    private mutating func receive(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
+        let plan = pending.plan
         let method = context.request.httpMethod?.uppercased() ?? "GET"
         let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
         var reason = Storability.reasonNotToStore(method: method, response: head, policy: policy,
@@ -321,49 +329,6 @@ struct CacheTransaction {
         return actions + ending(receiving.head, body: receiving.body, stored: stored)
     }
 
-    /// The caller's delegate answered `willCacheResponse` (`askToStore`): store what it said,
-    /// then end the caller's answer.
-    mutating func delegateAnswered(_ answer: DelegateStoreAnswer, now: Date) -> [Action] {
-        guard case .askingDelegate(let asking) = state else { return [] }
-        state = .done
-        var actions: [Action] = []
-        switch answer {
-        case .declined:
-            actions.append(.emit(.notStored(.declinedByDelegate)))
-        case .store(let replacement, let inMemoryOnly):
-            var entry = asking.entry
-            if let replacement {
-                entry.statusCode = replacement.head.statusCode
-                entry.headers = Storability.storedHeaders(of: replacement.head,
-                                                          keepingCookies: context.configuration.storesResponsesSettingCookies)
-                entry.body = replacement.body
-                entry.varyValues = Vary.values(names: Vary.names(entry.header("Vary")), headers: context.headers)
-                entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: context.configuration)
-            }
-            actions += storing(entry, inMemoryOnly: inMemoryOnly)
-        }
-        return actions + ending(nil, body: asking.body, stored: nil)
-    }
-
-    /// The last actions of an answer that came from the network, after its store writes.
-    private func ending(_ head: ResponseHead?, body: Data, stored: CacheEntry?) -> [Action] {
-        var actions: [Action] = []
-        switch context.role {
-        case .refresh(let previous):
-            actions.append(.finish)
-            if let stored {
-                actions.append(.emit(.refreshed(bodyChanged: stored.body != previous.body)))
-            } else {
-                let status = head.map { "status \($0.statusCode)" } ?? "the answer"
-                actions.append(.emit(.refreshFailed(reason: "\(status) not stored; the stale entry was kept")))
-            }
-        case .foreground(let streaming):
-            if !streaming && !body.isEmpty { actions.append(.deliver(body)) }
-            actions.append(.finish)
-        }
-        return actions
-    }
-
     /// The network failed (before or during the body).
     mutating func fail(_ error: TransactionError, now: Date) -> [Action] {
         switch state {
@@ -395,21 +360,5 @@ struct CacheTransaction {
         }
     }
 
-    /// The caller went away while other requests wait for this answer: it goes on without a
-    /// caller while it may still be stored (the waiting requests get the entry), and is
-    /// cancelled as soon as it cannot.
-    mutating func detach() -> [Action] {
-        switch state {
-        case .awaitingHead(let pending) where pending.plan.store && !pending.plan.passThrough:
-            break
-        case .receiving(let receiving) where receiving.storing:
-            break
-        default:
-            return cancel()
-        }
-        detached = true
-        context.role = .foreground(streaming: true) // nothing is kept for delivery
-        context.asksDelegateBeforeStoring = false // there is no caller to ask
-        return []
-    }
+
 }

@@ -5,6 +5,7 @@ import FoundationNetworking
 import Synchronization
 import Testing
 @testable import HTTPCaching
+import HTTPCachingTestKit
 import LoopbackOrigin
 
 /// Cancellation raced against deliveries: a task may end (cancelled, its session invalidated,
@@ -103,100 +104,130 @@ struct CancellationStressTests {
         case none, cancelAtOnce, cancelSoon, cancelFromDelegateQueue
     }
 
+    /// The seed of the random choices (which path each task asks for, how it ends); fresh each
+    /// run unless `HTTP_CACHING_STRESS_SEED` names one. A failure prints it. The seed fixes the
+    /// choices, not the threads' timing, so a replay makes the same tasks, not the same race.
+    static let seedVariable = "HTTP_CACHING_STRESS_SEED"
+    static let seed = environmentSeed(seedVariable) ?? UInt64.random(in: .min ... .max)
+
+    /// Network answers of several chunks: each is a client call of its own.
+    static let filler = String(repeating: "x", count: 48_000)
+
     @Test("thousands of tasks — hits and misses, delegates, completion handlers, data(for:) — cancelled, invalidated and abandoned at random: no crash, each ends once, none hangs",
           .timeLimit(.minutes(1)), arguments: [false, true])
     func raceCancellationAgainstDeliveries(memoryHits: Bool) async throws {
         // Hits from memory are answered inside startLoading; from a store that needs I/O they
         // are answered later, from the cache's I/O queue, like every network answer.
         let h = try Harness(store: memoryHits ? MemoryResponseStore() : ioPathStore())
-        let paths = (0..<40).map { "/hit/\($0)" }
-        for path in paths {
-            h.origin.route(path, response: .init(headers: [("Cache-Control", "max-age=600")], text: "body of \(path)"))
-            _ = try await h.get(path)
-        }
-        // Network answers of several chunks: each is a client call of its own.
-        let filler = String(repeating: "x", count: 48_000)
-        h.origin.route("/miss") { request, _ in .init(headers: [("Cache-Control", "max-age=600")], text: "miss \(request.target)" + filler) }
-        h.origin.route("/bypass") { request, _ in .init(headers: [("Cache-Control", "no-store")], text: "bypass \(request.target)" + filler) }
-
+        let paths = try await Self.routeAndFill(h)
         let tally = Tally()
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(seed: Self.seed)
         var launched = 0
         let deadline = Date().addingTimeInterval(2)
         var round = 0
         while Date() < deadline || round < 4 {
             round += 1
-            let delegate = RacingDelegate(tally: tally)
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.enableHTTPCaching(h.cache)
-            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-            // data(for:) creates its task when its Swift task runs: on a session invalidated
-            // only once they are all done (creating a task on an invalidated one traps).
-            let asyncSession = URLSession(configuration: configuration)
-            var swiftTasks: [Task<Void, Never>] = []
-            for index in 0..<300 {
-                let id = tally.start()
-                launched += 1
-                let pick = Int.random(in: 0..<10, using: &generator)
-                let path: String
-                let expected: Data?
-                switch pick {
-                case 0..<6:
-                    path = paths.randomElement(using: &generator)!
-                    expected = Data("body of \(path)".utf8)
-                case 6..<8:
-                    path = "/miss?r=\(round)&i=\(index)"
-                    expected = Data(("miss \(path)" + filler).utf8)
-                default:
-                    path = "/bypass?r=\(round)&i=\(index)"
-                    expected = Data(("bypass \(path)" + filler).utf8)
-                }
-                let request = URLRequest(url: h.origin.url(path))
-                let ending = Ending.allCases.randomElement(using: &generator)!
-                switch index % 3 {
-                case 0: // delegate
-                    let task = session.dataTask(with: request)
-                    delegate.track(task, id: id, expected: expected)
-                    task.resume()
-                    end(task, ending, session: session)
-                case 1: // completion handler
-                    let task = session.dataTask(with: request) { data, _, error in
-                        tally.end(id, error: error, body: data, expected: expected)
-                    }
-                    task.resume()
-                    end(task, ending, session: session)
-                default: // async data(for:), its Swift task cancelled at random
-                    let cancelFirst = ending != .none
-                    let swiftTask = Task {
-                        // Cancelled as data(for:) starts: Foundation cancels the task it has
-                        // just resumed, racing the cache's answer. (A Swift task cancelled
-                        // while data(for:) awaits can deadlock Foundation 6.3.1 itself, with
-                        // or without a cache: LinuxFoundationFactsTests.)
-                        if cancelFirst { withUnsafeCurrentTask { $0?.cancel() } }
-                        do {
-                            let (data, _) = try await asyncSession.data(for: request)
-                            tally.end(id, error: nil, body: data, expected: expected)
-                        } catch {
-                            tally.end(id, error: error, body: nil, expected: expected)
-                        }
-                    }
-                    swiftTasks.append(swiftTask)
-                }
-            }
-            if round % 2 == 0 {
-                DispatchQueue.global().async { session.invalidateAndCancel() }
-            } else {
-                session.finishTasksAndInvalidate()
-            }
-            for task in swiftTasks { await task.value }
-            asyncSession.finishTasksAndInvalidate()
+            launched += await runRound(round, h: h, paths: paths, tally: tally, generator: &generator)
         }
-        #expect(await tally.waitForAll(launched, timeout: 20), "every task ended: \(tally.ended) of \(launched)")
-        #expect(tally.doubleEnds == 0)
-        #expect(tally.lateCalls == 0, "no delegate call after a task ended")
-        #expect(tally.wrongBodies == 0, "an answer, when there is one, is whole and right")
-        #expect(tally.cancelled > 0 && tally.answered > 0, "both outcomes were exercised: \(tally.cancelled) cancelled, \(tally.answered) answered")
-        #expect(launched >= 480)
+        let seed = "seed \(hexSeed(Self.seed)) (replay its choices: \(Self.seedVariable)=\(hexSeed(Self.seed)))"
+        #expect(await tally.waitForAll(launched, timeout: 20), "every task ended: \(tally.ended) of \(launched), \(seed)")
+        #expect(tally.doubleEnds == 0, "\(seed)")
+        #expect(tally.lateCalls == 0, "no delegate call after a task ended, \(seed)")
+        #expect(tally.wrongBodies == 0, "an answer, when there is one, is whole and right, \(seed)")
+        #expect(tally.cancelled > 0 && tally.answered > 0,
+                "both outcomes were exercised: \(tally.cancelled) cancelled, \(tally.answered) answered, \(seed)")
+        #expect(launched >= 480, "\(seed)")
+    }
+
+    /// Routes 40 paths that are stored once fetched, and fetches them; routes `/miss` (stored)
+    /// and `/bypass` (never stored), whose answers name their request.
+    /// - Returns: the stored paths.
+    static func routeAndFill(_ h: Harness) async throws -> [String] {
+        let paths = (0..<40).map { "/hit/\($0)" }
+        for path in paths {
+            h.origin.route(path, response: .init(headers: [("Cache-Control", "max-age=600")], text: "body of \(path)"))
+            _ = try await h.get(path)
+        }
+        h.origin.route("/miss") { request, _ in .init(headers: [("Cache-Control", "max-age=600")], text: "miss \(request.target)" + filler) }
+        h.origin.route("/bypass") { request, _ in .init(headers: [("Cache-Control", "no-store")], text: "bypass \(request.target)" + filler) }
+        return paths
+    }
+
+    /// One round: 300 tasks on a new session, a third each with a delegate, a completion
+    /// handler and data(for:), ended at random; then the session invalidated (cancelling what
+    /// runs, every other round).
+    /// - Returns: how many tasks it launched.
+    func runRound(_ round: Int, h: Harness, paths: [String], tally: Tally, generator: inout SeededGenerator) async -> Int {
+        let delegate = RacingDelegate(tally: tally)
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.enableHTTPCaching(h.cache)
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        // data(for:) creates its task when its Swift task runs: on a session invalidated
+        // only once they are all done (creating a task on an invalidated one traps).
+        let asyncSession = URLSession(configuration: configuration)
+        var swiftTasks: [Task<Void, Never>] = []
+        for index in 0..<300 {
+            let id = tally.start()
+            let (path, expected) = Self.target(round: round, index: index, paths: paths, generator: &generator)
+            let request = URLRequest(url: h.origin.url(path))
+            let ending = Ending.allCases.randomElement(using: &generator)!
+            switch index % 3 {
+            case 0: // delegate
+                let task = session.dataTask(with: request)
+                delegate.track(task, id: id, expected: expected)
+                task.resume()
+                end(task, ending, session: session)
+            case 1: // completion handler
+                let task = session.dataTask(with: request) { data, _, error in
+                    tally.end(id, error: error, body: data, expected: expected)
+                }
+                task.resume()
+                end(task, ending, session: session)
+            default: // async data(for:), its Swift task cancelled at random
+                swiftTasks.append(Self.fetch(request, on: asyncSession, cancelFirst: ending != .none, id: id, expected: expected, tally: tally))
+            }
+        }
+        if round % 2 == 0 {
+            DispatchQueue.global().async { session.invalidateAndCancel() }
+        } else {
+            session.finishTasksAndInvalidate()
+        }
+        for task in swiftTasks { await task.value }
+        asyncSession.finishTasksAndInvalidate()
+        return 300
+    }
+
+    /// The path a task asks for and the body it must get: a stored one (6 in 10), a miss
+    /// (2 in 10) or a bypass (2 in 10), the last two unique to the task.
+    static func target(round: Int, index: Int, paths: [String], generator: inout SeededGenerator) -> (path: String, expected: Data) {
+        switch Int.random(in: 0..<10, using: &generator) {
+        case 0..<6:
+            let path = paths.randomElement(using: &generator)!
+            return (path, Data("body of \(path)".utf8))
+        case 6..<8:
+            let path = "/miss?r=\(round)&i=\(index)"
+            return (path, Data(("miss \(path)" + filler).utf8))
+        default:
+            let path = "/bypass?r=\(round)&i=\(index)"
+            return (path, Data(("bypass \(path)" + filler).utf8))
+        }
+    }
+
+    /// data(for:) in a Swift task of its own, cancelled as it starts when `cancelFirst`:
+    /// Foundation cancels the task it has just resumed, racing the cache's answer. (A Swift
+    /// task cancelled while data(for:) awaits can deadlock Foundation 6.3.1 itself, with or
+    /// without a cache: LinuxFoundationFactsTests.)
+    static func fetch(_ request: URLRequest, on session: URLSession, cancelFirst: Bool, id: Int, expected: Data,
+                      tally: Tally) -> Task<Void, Never> {
+        Task {
+            if cancelFirst { withUnsafeCurrentTask { $0?.cancel() } }
+            do {
+                let (data, _) = try await session.data(for: request)
+                tally.end(id, error: nil, body: data, expected: expected)
+            } catch {
+                tally.end(id, error: error, body: nil, expected: expected)
+            }
+        }
     }
 
     private func end(_ task: URLSessionTask, _ ending: Ending, session: URLSession) {

@@ -49,63 +49,93 @@ final class ChildProcess: @unchecked Sendable {
     /// Starts `path` with `arguments`.
     /// - Throws: `Failure` when it cannot be started.
     init(_ path: String, _ arguments: [String], input: Stream = .null, output: Stream = .null, errors: Stream = .null) throws {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), defaults = sigset_t()
-        sigemptyset(&none)
-        sigemptyset(&defaults)
-        for signal in Int32(1)..<32 where signal != SIGKILL && signal != SIGSTOP { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-
-        // The child's ends, closed here once it has started; the test's ends, kept.
-        var childEnds: [Int32] = []
-        func connect(_ stream: Stream, to target: Int32, childReads: Bool) throws -> FileHandle? {
-            switch stream {
-            case .inherit:
-                return nil
-            case .null:
-                posix_spawn_file_actions_addopen(&actions, target, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0)
-                return nil
-            case .pipe:
-                var ends: [Int32] = [-1, -1]
-                guard Self.pipe2(&ends, O_CLOEXEC) == 0 else { throw Failure(description: "pipe: \(String(cString: strerror(errno)))") }
-                let (child, test) = childReads ? (ends[0], ends[1]) : (ends[1], ends[0])
-                posix_spawn_file_actions_adddup2(&actions, child, target)
-                childEnds.append(child)
-                return FileHandle(fileDescriptor: test, closeOnDealloc: true)
-            }
-        }
-        self.input = try connect(input, to: 0, childReads: true)
-        self.output = try connect(output, to: 1, childReads: false)
-        self.errors = try connect(errors, to: 2, childReads: false)
-        if let closeFrom = Self.addCloseFrom {
-            _ = closeFrom(&actions, 3)
-        } else {
-            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            for fd in open.compactMap(Int32.init) where fd > 2 && !childEnds.contains(fd) {
-                posix_spawn_file_actions_addclose(&actions, fd)
-            }
-        }
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var child = pid_t()
-        let status = posix_spawn(&child, path, &actions, &attributes, argv, environ)
-        for end in childEnds { close(end) }
-        guard status == 0 else { throw Failure(description: "cannot start \(path): \(String(cString: strerror(status)))") }
-        pid = child
-        let spawned = child, exited = self.exited, reaped = self.reaped
+        let actions = try SpawnActions()
+        self.input = try actions.connect(input, to: 0, childReads: true)
+        self.output = try actions.connect(output, to: 1, childReads: false)
+        self.errors = try actions.connect(errors, to: 2, childReads: false)
+        actions.closeInheritedDescriptors()
+        pid = try actions.spawn(path, arguments)
+        let spawned = pid, exited = self.exited, reaped = self.reaped
         Thread.detachNewThread {
             var status: Int32 = 0
             while waitpid(spawned, &status, 0) == -1 && errno == EINTR {}
             reaped.lock.withLock { reaped.status = status }
             exited.signal()
+        }
+    }
+
+    /// The file actions of one spawn: where the child's standard streams go, and that it
+    /// inherits no other descriptor. The child's ends of its pipes are closed here once it has
+    /// started (or failed to).
+    private final class SpawnActions {
+        let actions = UnsafeMutablePointer<posix_spawn_file_actions_t>.allocate(capacity: 1)
+        private var childEnds: [Int32] = []
+
+        init() throws {
+            guard posix_spawn_file_actions_init(actions) == 0 else {
+                actions.deallocate()
+                throw Failure(description: "posix_spawn_file_actions_init failed")
+            }
+        }
+
+        deinit {
+            for end in childEnds { close(end) }
+            posix_spawn_file_actions_destroy(actions)
+            actions.deallocate()
+        }
+
+        /// Connects the child's descriptor `target` as `stream` says.
+        /// - Returns: the test's end of a pipe, or nil.
+        /// - Throws: `Failure` if a pipe cannot be made.
+        func connect(_ stream: Stream, to target: Int32, childReads: Bool) throws -> FileHandle? {
+            switch stream {
+            case .inherit:
+                return nil
+            case .null:
+                posix_spawn_file_actions_addopen(actions, target, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0)
+                return nil
+            case .pipe:
+                var ends: [Int32] = [-1, -1]
+                guard ChildProcess.pipe2(&ends, O_CLOEXEC) == 0 else { throw Failure(description: "pipe: \(String(cString: strerror(errno)))") }
+                let (child, test) = childReads ? (ends[0], ends[1]) : (ends[1], ends[0])
+                posix_spawn_file_actions_adddup2(actions, child, target)
+                childEnds.append(child)
+                return FileHandle(fileDescriptor: test, closeOnDealloc: true)
+            }
+        }
+
+        /// The child closes every descriptor from 3 on.
+        func closeInheritedDescriptors() {
+            if let closeFrom = ChildProcess.addCloseFrom {
+                _ = closeFrom(actions, 3)
+                return
+            }
+            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            for fd in open.compactMap(Int32.init) where fd > 2 && !childEnds.contains(fd) {
+                posix_spawn_file_actions_addclose(actions, fd)
+            }
+        }
+
+        /// Starts the child with no signal blocked or ignored (the test runner's blocked
+        /// signals are not passed on).
+        /// - Throws: `Failure` if it cannot be started.
+        func spawn(_ path: String, _ arguments: [String]) throws -> pid_t {
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            var none = sigset_t(), defaults = sigset_t()
+            sigemptyset(&none)
+            sigemptyset(&defaults)
+            for signal in Int32(1)..<32 where signal != SIGKILL && signal != SIGSTOP { sigaddset(&defaults, signal) }
+            posix_spawnattr_setsigmask(&attributes, &none)
+            posix_spawnattr_setsigdefault(&attributes, &defaults)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+            let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+            defer { for pointer in argv { free(pointer) } }
+            var child = pid_t()
+            let status = posix_spawn(&child, path, actions, &attributes, argv, environ)
+            guard status == 0 else { throw Failure(description: "cannot start \(path): \(String(cString: strerror(status)))") }
+            return child
         }
     }
 

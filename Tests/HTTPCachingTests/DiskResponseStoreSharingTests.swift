@@ -85,65 +85,92 @@ final class Worker: @unchecked Sendable {
 struct DiskResponseStoreSharingTests {
     typealias E = StoreConformance
 
+    /// One worker process's part: the seed of its operations, and the progress line at which
+    /// it is killed (nil: never) and started again for the rest.
+    struct WorkerPlan {
+        var seed: UInt64
+        var killAt: Int?
+    }
+
+    /// The most entry files seen in a directory, counted at each progress line of any worker.
+    final class FileCountSampler: Sendable {
+        let path: String
+        private let counted = Mutex(0)
+
+        init(_ path: String) { self.path = path }
+
+        func sample() {
+            let count = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".entry") }.count
+            counted.withLock { $0 = max($0, count) }
+        }
+
+        var most: Int { counted.withLock { $0 } }
+    }
+
     @Test("four processes × 2,000 mixed operations with SIGKILLs: every entry read is whole and correct, limits hold")
     func manyProcesses() throws {
         let directory = TemporaryDirectory()
         var random = SeededGenerator(seed: UInt64.random(in: 0...UInt64.max))
         let seed = random.next()
         // Three of the four are killed once, at a random point, and started again for the rest.
-        let plans = (0..<4).map { worker in (seed: seed &+ UInt64(worker) * 7919, killAt: worker < 3 ? Int(random.next() % 15 + 3) * 100 : nil) }
-        let failures = Mutex<[String]>([])
-        let path = directory.path
-        // The entry files on disk, counted at each progress line of any worker.
-        let most = Mutex(0)
-        @Sendable func sample() {
-            let count = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".entry") }.count
-            most.withLock { $0 = max($0, count) }
+        let plans = (0..<4).map { worker in
+            WorkerPlan(seed: seed &+ UInt64(worker) * 7919, killAt: worker < 3 ? Int(random.next() % 15 + 3) * 100 : nil)
         }
+        let failures = Mutex<[String]>([])
+        let sampler = FileCountSampler(directory.path)
         DispatchQueue.concurrentPerform(iterations: plans.count) { worker in
-            let plan = plans[worker]
-            var remaining = 2000
-            var seed = plan.seed
-            var killAt = plan.killAt
-            while remaining > 0 {
-                // A run to be killed runs until it is: the kill lands mid-operation, never after the end.
-                guard let child = try? Worker(["stress", path, String(seed), killAt == nil ? String(remaining) : "0"]) else {
-                    failures.withLock { $0.append("worker \(worker) did not start") }
-                    return
-                }
-                if let point = killAt {
-                    let reached = child.waitFor { line in
-                        sample()
-                        return line == "progress \(point)"
-                    }
-                    child.kill()
-                    child.waitForExit()
-                    if !reached || child.process.terminatingSignal != SIGKILL {
-                        failures.withLock { $0.append("worker \(worker) ended before its kill at \(point): status \(String(describing: child.process.exitStatus))") }
-                        return
-                    }
-                    remaining -= point
-                    seed &+= 1_000_003
-                    killAt = nil
-                } else {
-                    let done = child.waitFor(timeout: 60) { line in
-                        sample()
-                        return line == "done"
-                    }
-                    child.waitForExit()
-                    if !done || child.process.exitStatus != 0 {
-                        failures.withLock { $0.append("worker \(worker) (seed \(seed)) failed: status \(String(describing: child.process.exitStatus)) (3: it read a wrong entry)") }
-                    }
-                    remaining = 0
-                }
-            }
+            guard let failure = Self.run(worker: worker, plans[worker], sampler: sampler) else { return }
+            failures.withLock { $0.append(failure) }
         }
         #expect(failures.withLock { $0 }.isEmpty, "seed \(seed): \(failures.withLock { $0 })")
         // While they ran: each process may be one write past the ceiling it sees.
         let ceiling = Stress.countLimit + Stress.countLimit / 10 + plans.count
-        #expect(most.withLock { $0 } <= ceiling, "at most \(most.withLock { $0 }) entry files while running, seed \(seed)")
+        #expect(sampler.most <= ceiling, "at most \(sampler.most) entry files while running, seed \(seed)")
+        try Self.expectWholeEntriesWithinLimits(directory, seed: seed)
+    }
 
-        // Afterwards: every readable entry is whole and correct, and the totals are within the limits.
+    /// Runs one worker's 2,000 operations on the sampler's directory: when its plan says so,
+    /// killed at that point and started again for the rest.
+    /// - Returns: what went wrong, or nil.
+    static func run(worker: Int, _ plan: WorkerPlan, sampler: FileCountSampler) -> String? {
+        var remaining = 2000
+        var seed = plan.seed
+        var killAt = plan.killAt
+        while remaining > 0 {
+            // A run to be killed runs until it is: the kill lands mid-operation, never after the end.
+            guard let child = try? Worker(["stress", sampler.path, String(seed), killAt == nil ? String(remaining) : "0"]) else {
+                return "worker \(worker) did not start"
+            }
+            guard let point = killAt else {
+                let done = child.waitFor(timeout: 60) { line in
+                    sampler.sample()
+                    return line == "done"
+                }
+                child.waitForExit()
+                guard done && child.process.exitStatus == 0 else {
+                    return "worker \(worker) (seed \(seed)) failed: status \(String(describing: child.process.exitStatus)) (3: it read a wrong entry)"
+                }
+                return nil
+            }
+            let reached = child.waitFor { line in
+                sampler.sample()
+                return line == "progress \(point)"
+            }
+            child.kill()
+            child.waitForExit()
+            guard reached && child.process.terminatingSignal == SIGKILL else {
+                return "worker \(worker) ended before its kill at \(point): status \(String(describing: child.process.exitStatus))"
+            }
+            remaining -= point
+            seed &+= 1_000_003
+            killAt = nil
+        }
+        return nil
+    }
+
+    /// After the workers: every readable entry is whole and correct, the totals are within the
+    /// limits, and no killed writer's temporary file is left.
+    static func expectWholeEntriesWithinLimits(_ directory: TemporaryDirectory, seed: UInt64) throws {
         let store = try DiskResponseStore(directory: directory.url, byteLimit: Stress.byteLimit, countLimit: Stress.countLimit)
         defer { store.close() }
         // Listed before reading: the store may trim in the background while the reads run.

@@ -104,9 +104,15 @@ struct HostileOriginTests {
         Self.expectAnswer(fallback, .fallback, age: hostile.saturates ? saturated : "10", "fallback")
 
         guard storeKind == .disk else { return }
-        // A second process: a new cache on the same directory finds the hostile entry on its
-        // first request, and answers from it.
         (h.cache.store as? DiskResponseStore)?.close()
+        try await Self.expectNextProcess(directory, h.origin, hostile, state)
+    }
+
+    /// A second process: a new cache on the same directory finds the hostile entry on its
+    /// first request, and answers from it (the origin down, then up again).
+    static func expectNextProcess(_ directory: TemporaryDirectory, _ origin: LoopbackOrigin, _ hostile: HostileAge,
+                                  _ state: OriginSwitch) async throws {
+        let saturated = "2147483648"
         let clock = TestClock()
         clock.advance(by: 30) // the entry was last stored at +20
         let next = HTTPCache(configuration: CacheConfiguration(policy: .httpSemantics),
@@ -116,12 +122,12 @@ struct HostileOriginTests {
         configuration.enableHTTPCaching(next)
         let session = URLSession(configuration: configuration)
         defer { session.finishTasksAndInvalidate() }
-        let first = try await fetch(session, Self.request(h.origin))
+        let first = try await fetch(session, Self.request(origin))
         Self.expectAnswer(first, hostile.saturates ? .fallback : .fresh, age: hostile.saturates ? saturated : "10", "next process, first request")
-        let nextFallback = try await fetch(session, Self.request(h.origin, cacheControl: "no-cache"))
+        let nextFallback = try await fetch(session, Self.request(origin, cacheControl: "no-cache"))
         Self.expectAnswer(nextFallback, .fallback, age: hostile.saturates ? saturated : "10", "next process, fallback")
         state.down = false
-        let nextRevalidated = try await fetch(session, Self.request(h.origin, cacheControl: "no-cache"))
+        let nextRevalidated = try await fetch(session, Self.request(origin, cacheControl: "no-cache"))
         Self.expectAnswer(nextRevalidated, .revalidated, age: hostile.saturates ? saturated : "0", "next process, 304")
     }
 

@@ -127,32 +127,39 @@ final class CountingDelegate: NSObject, URLSessionDataDelegate, @unchecked Senda
     }
 }
 
-func stream(bytes total: Int, caching: Bool) throws {
-    let store = try MemoryResponseStore(byteLimit: 64 << 20, maxEntrySize: 8 << 20)
-    let streamingCache = HTTPCache(store: store)
-    let counts = NSLock()
-    nonisolated(unsafe) var stored = 0
-    nonisolated(unsafe) var tooLarge = 0
-    let observation = streamingCache.observe { event in
-        counts.lock()
-        defer { counts.unlock() }
-        switch event.kind {
-        case .stored: stored += 1
-        case .notStored(.tooLarge): tooLarge += 1
-        default: break
+/// Counts a cache's stored and notStored(tooLarge) events.
+final class StoreEventCounts: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored = 0
+    private var tooLarge = 0
+    private var observation: CacheObservation?
+
+    init(_ cache: HTTPCache) {
+        observation = cache.observe { [self] event in
+            lock.withLock {
+                switch event.kind {
+                case .stored: stored += 1
+                case .notStored(.tooLarge): tooLarge += 1
+                default: break
+                }
+            }
         }
     }
-    let body = LoopbackOrigin.BodyStream()
-    origin.route("/big", response: .init(headers: [("Cache-Control", "max-age=600")], stream: body))
-    let delegate = CountingDelegate()
-    delegate.stream = body
-    delegate.total = total
-    let configuration = URLSessionConfiguration.ephemeral
-    if caching { configuration.enableHTTPCaching(streamingCache) } else { configuration.urlCache = nil }
-    let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+
+    /// Stops counting and prints the counts.
+    func report() {
+        observation?.cancel()
+        lock.withLock {
+            say("stored \(stored)")
+            say("not-stored-too-large \(tooLarge)")
+        }
+    }
+}
+
+/// Writes `total` bytes to `body` in 1 MB pieces, each once the last has gone out (pausing
+/// PROBE_PAUSE_MS between them), then finishes it; returns when it has.
+func write(_ total: Int, to body: LoopbackOrigin.BodyStream) {
     let piece = Data(repeating: UInt8(ascii: "x"), count: 1 << 20)
-    let before = residentKB()
-    session.dataTask(with: origin.url("/big")).resume()
     let writer = DispatchSemaphore(value: 0)
     Task {
         guard await body.headersSent() else { _ = writer.signal(); return }
@@ -170,19 +177,32 @@ func stream(bytes total: Int, caching: Bool) throws {
         _ = writer.signal()
     }
     writer.wait()
+}
+
+func stream(bytes total: Int, caching: Bool) throws {
+    let store = try MemoryResponseStore(byteLimit: 64 << 20, maxEntrySize: 8 << 20)
+    let streamingCache = HTTPCache(store: store)
+    let counts = StoreEventCounts(streamingCache)
+    let body = LoopbackOrigin.BodyStream()
+    origin.route("/big", response: .init(headers: [("Cache-Control", "max-age=600")], stream: body))
+    let delegate = CountingDelegate()
+    delegate.stream = body
+    delegate.total = total
+    let configuration = URLSessionConfiguration.ephemeral
+    if caching { configuration.enableHTTPCaching(streamingCache) } else { configuration.urlCache = nil }
+    let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    let before = residentKB()
+    session.dataTask(with: origin.url("/big")).resume()
+    write(total, to: body)
     delegate.done.wait()
     let peak = peakResidentKB()
     session.finishTasksAndInvalidate()
-    observation.cancel()
     delegate.lock.withLock {
         say("bytes \(delegate.bytes)")
         say("chunks \(delegate.chunks)")
         say("response-before-body-end \(delegate.responseBeforeEnd ? 1 : 0)")
     }
-    counts.withLock {
-        say("stored \(stored)")
-        say("not-stored-too-large \(tooLarge)")
-    }
+    counts.report()
     say("peak-growth-kb \(peak - before)")
 }
 

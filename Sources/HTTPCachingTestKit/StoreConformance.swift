@@ -4,16 +4,19 @@ import HTTPCaching
 /// The behaviour every `ResponseStore` must show, checked through its public API only.
 ///
 /// Run it from any test framework; it throws one `StoreConformance.Failure` listing every
-/// check that failed:
+/// check that failed, and returns a `Report` naming every check it could not run, and why:
 ///
 /// ```swift
 /// @Test func conformance() throws {
-///     try StoreConformance(makeStore: { try MyStore(namespace: UUID().uuidString) }).run()
+///     let report = try StoreConformance(makeStore: { try MyStore(namespace: UUID().uuidString) }).run()
+///     #expect(report.skipped.isEmpty, "\(report)")
 /// }
 /// ```
 ///
 /// Each check gets a new, empty store from `makeStore`. The optional closures turn on the
-/// checks that need something only the store's author can provide.
+/// checks that need something only the store's author can provide; without them, and for a
+/// store with no entry size limit below 64 MiB, those checks are skipped and reported, never
+/// passed. Set `skipsAreFailures` to make a skipped check fail the run instead.
 public struct StoreConformance {
     /// Makes a new, empty store.
     public var makeStore: () throws -> any ResponseStore
@@ -29,17 +32,21 @@ public struct StoreConformance {
     public var claimsAreExclusive: Bool
     /// How many threads the concurrency check runs. The default is 8.
     public var threads: Int
+    /// Whether a check that cannot run fails the run (listed in `Failure` as skipped) instead
+    /// of only being reported in the `Report`. The default is false.
+    public var skipsAreFailures: Bool
 
     /// A conformance run with the given parts; every argument but `makeStore` has the default above.
     public init(makeStore: @escaping () throws -> any ResponseStore,
                 makeStoreWithCountLimit: ((_ count: Int) throws -> any ResponseStore)? = nil,
                 corrupt: ((_ store: any ResponseStore, _ key: CacheKey) throws -> Void)? = nil,
-                claimsAreExclusive: Bool = false, threads: Int = 8) {
+                claimsAreExclusive: Bool = false, threads: Int = 8, skipsAreFailures: Bool = false) {
         self.makeStore = makeStore
         self.makeStoreWithCountLimit = makeStoreWithCountLimit
         self.corrupt = corrupt
         self.claimsAreExclusive = claimsAreExclusive
         self.threads = threads
+        self.skipsAreFailures = skipsAreFailures
     }
 
     /// Every check that failed, with what was expected.
@@ -53,6 +60,35 @@ public struct StoreConformance {
         }
     }
 
+    /// A check `run()` could not perform, or could perform only in part, and why.
+    public struct Skipped: Sendable, Equatable, CustomStringConvertible {
+        /// The check's name, one of `checkNames`.
+        public let check: String
+        /// Why it could not run, and what would let it.
+        public let reason: String
+
+        /// The check's name, then the reason.
+        public var description: String { "\(check): \(reason)" }
+    }
+
+    /// What a run that found no failure checked: the checks that ran whole, and those it could
+    /// not run, each with the reason.
+    public struct Report: Sendable, CustomStringConvertible {
+        /// The names of the checks that ran whole and passed, in the order of `checkNames`.
+        public let passed: [String]
+        /// The checks that did not run, or ran only in part, in the order of `checkNames`.
+        public let skipped: [Skipped]
+
+        /// The names of the skipped checks.
+        public var skippedChecks: [String] { skipped.map(\.check) }
+
+        /// How many checks passed, then one line per skipped check.
+        public var description: String {
+            (["\(passed.count) of \(passed.count + skipped.count) store conformance checks passed; skipped: \(skipped.count)"]
+                + skipped.map { "skipped \($0)" }).joined(separator: "\n")
+        }
+    }
+
     /// The names of the checks `run()` performs, in order.
     public static let checkNames = ["reads back every field", "replaces an entry", "keys differ in every part",
                                     "removes one", "removes all, with progress", "removes by metadata, with progress",
@@ -61,10 +97,14 @@ public struct StoreConformance {
                                     "is safe from many threads", "evicts past its count limit", "treats damage as a miss",
                                     "claims refreshes exclusively"]
 
-    /// Runs every check.
-    /// - Throws: `Failure` listing every expectation that did not hold, or the first error a
-    ///   store threw where none was expected.
-    public func run() throws {
+    /// Runs every check it can.
+    /// - Returns: the checks that passed, and those skipped, each with the reason (a check
+    ///   needs its closure, and the size check a `maxEntrySize` under 64 MiB).
+    /// - Throws: `Failure` listing every expectation that did not hold, and every error a
+    ///   store threw where none was expected (each ends its check), and, when
+    ///   `skipsAreFailures`, every skipped check.
+    @discardableResult
+    public func run() throws -> Report {
         var context = Context()
         let checks: [(String, (inout Context) throws -> Void)] = [
             (Self.checkNames[0], readsBackEveryField), (Self.checkNames[1], replacesAnEntry),
@@ -76,15 +116,20 @@ public struct StoreConformance {
             (Self.checkNames[12], evicts), (Self.checkNames[13], treatsDamageAsMiss),
             (Self.checkNames[14], claimsExclusively),
         ]
+        var passed: [String] = []
         for (name, check) in checks {
             context.check = name
+            let before = (failures: context.failures.count, skipped: context.skipped.count)
             do {
                 try check(&context)
             } catch {
                 context.fail("threw \(error)")
             }
+            if context.failures.count == before.failures && context.skipped.count == before.skipped { passed.append(name) }
         }
+        if skipsAreFailures { context.failures += context.skipped.map { "\($0.check): skipped: \($0.reason)" } }
         if !context.failures.isEmpty { throw Failure(failures: context.failures) }
+        return Report(passed: passed, skipped: context.skipped)
     }
 
     // MARK: - Entries
@@ -105,6 +150,12 @@ public struct StoreConformance {
     struct Context {
         var check = ""
         var failures: [String] = []
+        var skipped: [Skipped] = []
+
+        /// Records that the current check cannot run (or runs only in part), and why.
+        mutating func skip(_ reason: String) {
+            skipped.append(Skipped(check: check, reason: reason))
+        }
 
         mutating func expect(_ condition: Bool, _ message: @autoclosure () -> String) {
             if !condition { fail(message()) }
@@ -114,237 +165,4 @@ public struct StoreConformance {
             failures.append("\(check): \(message)")
         }
     }
-
-    // MARK: - Checks
-
-    private func readsBackEveryField(_ c: inout Context) throws {
-        let store = try makeStore()
-        c.expect(try store.entry(for: Self.entry("/a").key) == nil, "an empty store found an entry")
-        var written = Self.entry("/a?page=1", body: "one", headers: ["ETag": "\"1\"", "X-Custom": "yes"],
-                                 windows: CacheWindows(fresh: 1, usable: 2),
-                                 usefulUntil: Self.base.addingTimeInterval(1_000_000_000))
-        written.varyValues = ["accept-language": "en"]
-        let result = try store.write(written)
-        c.expect(result.stored, "a small entry was not stored")
-        c.expect(result.evicted.isEmpty, "writing to an empty store evicted \(result.evicted)")
-        let read = try store.entry(for: written.key)
-        c.expect(read == written, "read back \(String(describing: read)), expected every field as written: \(written)")
-        c.expect(try store.entry(for: Self.entry("/a?page=2").key) == nil, "the query is not part of the key")
-        let url = URL(string: "http://example.test/empty")!
-        let empty = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 204, headers: [:], body: Data(), storedAt: Self.base)
-        try store.write(empty)
-        c.expect(try store.entry(for: empty.key) == empty, "an entry with no headers and no body did not read back")
-        let binary = CacheEntry(key: CacheKey(url: URL(string: "http://example.test/bin")!), url: URL(string: "http://example.test/bin")!,
-                                statusCode: 200, headers: ["Content-Type": "application/octet-stream"],
-                                body: Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }), storedAt: Self.base)
-        try store.write(binary)
-        c.expect(try store.entry(for: binary.key)?.body == binary.body, "a 70 KB binary body did not read back whole")
-    }
-
-    private func replacesAnEntry(_ c: inout Context) throws {
-        let store = try makeStore()
-        try store.write(Self.entry("/a", body: "old"))
-        let new = Self.entry("/a", body: "new", storedAt: Self.base.addingTimeInterval(5))
-        try store.write(new)
-        let read = try store.entry(for: new.key)
-        c.expect(read == new, "after a replacement read \(String(describing: read)), expected the new entry")
-        c.expect(store.entryCount == 1, "a replaced entry counts twice: entryCount \(store.entryCount)")
-        c.expect(store.totalBytes == new.byteCount, "totalBytes \(store.totalBytes) after a replacement, expected \(new.byteCount)")
-    }
-
-    private func keysDifferInEveryPart(_ c: inout Context) throws {
-        let store = try makeStore()
-        let base = Self.entry("/k")
-        var keys: [CacheKey] = [base.key]
-        var key = base.key
-        key.method = "HEAD"; keys.append(key)
-        key = base.key; key.partition = CredentialPartition(rawValue: "00112233445566778899aabbccddeeff"); keys.append(key)
-        key = base.key; key.partition = CredentialPartition(rawValue: "ffeeddccbbaa99887766554433221100"); keys.append(key)
-        key = base.key; key.variant = "v1"; keys.append(key)
-        key = base.key; key.namespace = "ns2"; keys.append(key)
-        key = base.key; key.url += "x"; keys.append(key)
-        for (index, key) in keys.enumerated() {
-            var entry = base
-            entry.key = key
-            entry.body = Data("body \(index)".utf8)
-            try store.write(entry)
-        }
-        for (index, key) in keys.enumerated() {
-            let body = try store.entry(for: key).map { String(decoding: $0.body, as: UTF8.self) }
-            c.expect(body == "body \(index)", "key \(key.storageString) read \(String(describing: body)), expected body \(index)")
-        }
-        c.expect(store.entryCount == keys.count, "entryCount \(store.entryCount), expected \(keys.count) distinct keys")
-    }
-
-    private func removesOne(_ c: inout Context) throws {
-        let store = try makeStore()
-        try store.write(Self.entry("/a"))
-        try store.write(Self.entry("/b"))
-        try store.removeEntry(for: Self.entry("/a").key)
-        try store.removeEntry(for: Self.entry("/missing").key)
-        c.expect(try store.entry(for: Self.entry("/a").key) == nil, "a removed entry was found")
-        c.expect(try store.entry(for: Self.entry("/b").key) != nil, "removing one entry removed another")
-        c.expect(store.entryCount == 1, "entryCount \(store.entryCount) after removing one of two")
-    }
-
-    private func removesAll(_ c: inout Context) throws {
-        let store = try makeStore()
-        for i in 0..<20 { try store.write(Self.entry("/\(i)")) }
-        var reports: [RemovalProgress] = []
-        try store.removeAll { reports.append($0) }
-        c.expect(store.entryCount == 0, "entryCount \(store.entryCount) after removeAll")
-        c.expect(store.totalBytes == 0, "totalBytes \(store.totalBytes) after removeAll")
-        c.expect(try store.entry(for: Self.entry("/3").key) == nil, "an entry survived removeAll")
-        c.expect(reports.last.map { $0.removed == $0.total && $0.total == 20 } ?? false,
-                 "the last progress report of removing 20 entries was \(String(describing: reports.last))")
-        c.expect(zip(reports, reports.dropFirst()).allSatisfy { $0.removed <= $1.removed },
-                 "progress went backwards: \(reports)")
-    }
-
-    private func removesByMetadata(_ c: inout Context) throws {
-        let store = try makeStore()
-        for i in 0..<10 {
-            try store.write(Self.entry("/\(i)", storedAt: Self.base.addingTimeInterval(TimeInterval(i)),
-                                       usefulUntil: i < 3 ? Self.base.addingTimeInterval(100) : nil))
-        }
-        var reports: [RemovalProgress] = []
-        try store.removeEntries(storedSince: Self.base.addingTimeInterval(8)) { reports.append($0) }
-        c.expect(store.entryCount == 8, "removeEntries(storedSince:) left \(store.entryCount) of 10, expected 8")
-        c.expect(try store.entry(for: Self.entry("/8").key) == nil, "an entry stored exactly at the date survived")
-        c.expect(try store.entry(for: Self.entry("/7").key) != nil, "an entry stored before the date was removed")
-        c.expect(reports.last.map { $0.removed == 2 && $0.total == 2 } ?? false,
-                 "the last progress report was \(String(describing: reports.last)), expected 2 of 2")
-        try store.removeEntries(storedBefore: Self.base.addingTimeInterval(1))
-        c.expect(try store.entry(for: Self.entry("/0").key) == nil, "removeEntries(storedBefore:) kept an older entry")
-        try store.removeUnusableEntries(at: Self.base.addingTimeInterval(200))
-        c.expect(try store.entry(for: Self.entry("/1").key) == nil, "an entry past usefulUntil survived removeUnusableEntries")
-        c.expect(try store.entry(for: Self.entry("/5").key) != nil, "an entry with no usefulUntil was removed as unusable")
-        c.expect(store.entryCount == 5, "entryCount \(store.entryCount) after the three removals, expected 5")
-    }
-
-    private func listsMetadata(_ c: inout Context) throws {
-        let store = try makeStore()
-        let a = Self.entry("/a", body: String(repeating: "a", count: 500), usefulUntil: Self.base.addingTimeInterval(60), statusCode: 404)
-        let b = Self.entry("/b", storedAt: Self.base.addingTimeInterval(7))
-        try store.write(a)
-        try store.write(b)
-        let infos = try store.entryInfos().sorted { $0.key < $1.key }
-        c.expect(infos == [StoredEntryInfo(a), StoredEntryInfo(b)], "entryInfos() listed \(infos), expected the metadata of the two entries")
-    }
-
-    private func countsBytesAndEntries(_ c: inout Context) throws {
-        let store = try makeStore()
-        let a = Self.entry("/a", body: String(repeating: "a", count: 100))
-        let b = Self.entry("/b", body: String(repeating: "b", count: 300))
-        try store.write(a)
-        try store.write(b)
-        c.expect(store.entryCount == 2, "entryCount \(store.entryCount), expected 2")
-        c.expect(store.totalBytes == a.byteCount + b.byteCount, "totalBytes \(store.totalBytes), expected \(a.byteCount + b.byteCount)")
-        try store.removeEntry(for: a.key)
-        c.expect(store.totalBytes == b.byteCount, "totalBytes \(store.totalBytes) after a removal, expected \(b.byteCount)")
-    }
-
-    private func refusesOversizedEntries(_ c: inout Context) throws {
-        let store = try makeStore()
-        let limit = store.maxEntrySize
-        guard limit < 64 << 20 else { return } // no practical limit to check
-        try store.write(Self.entry("/big", body: "small"))
-        let big = Self.entry("/big", body: String(repeating: "z", count: limit + 1))
-        let result = try store.write(big)
-        c.expect(!result.stored, "an entry of \(big.byteCount) bytes over maxEntrySize \(limit) was stored")
-        c.expect(try store.entry(for: big.key) == nil, "a refused write left the older entry in place")
-    }
-
-    private func answersImmediately(_ c: inout Context) throws {
-        let store = try makeStore()
-        let a = Self.entry("/a")
-        try store.write(a)
-        switch store.immediateEntry(for: a.key) {
-        case .found(let found): c.expect(found == a, "immediateEntry found \(found), expected \(a)")
-        case .absent: c.fail("immediateEntry said absent for a stored entry")
-        case .needsIO: break
-        }
-        if case .found = store.immediateEntry(for: Self.entry("/none").key) {
-            c.fail("immediateEntry found an entry never stored")
-        }
-    }
-
-    private func keepsOneSecret(_ c: inout Context) throws {
-        let store = try makeStore()
-        let first = try store.partitionSecret(), second = try store.partitionSecret()
-        c.expect(first.count >= 16, "the partition secret has \(first.count) bytes, expected at least 16")
-        c.expect(first == second, "the partition secret changed between two calls")
-    }
-
-    private func isSafeFromManyThreads(_ c: inout Context) throws {
-        let store = try makeStore()
-        let threads = self.threads
-        let wrong = WrongReads()
-        DispatchQueue.concurrentPerform(iterations: threads) { worker in
-            for i in 0..<200 {
-                let item = Self.entry("/w\(worker)/\(i % 20)", body: "\(worker)-\(i)")
-                _ = try? store.write(item)
-                if let read = try? store.entry(for: item.key), read.key != item.key { wrong.add() }
-                if i % 7 == 0 { try? store.removeEntry(for: item.key) }
-            }
-        }
-        c.expect(wrong.count == 0, "\(wrong.count) reads returned an entry of another key")
-        for worker in 0..<threads {
-            for i in 180..<200 where i % 7 != 0 {
-                let read = try store.entry(for: Self.entry("/w\(worker)/\(i % 20)").key)
-                let body = read.map { String(decoding: $0.body, as: UTF8.self) }
-                c.expect(body == "\(worker)-\(i)", "after concurrent writes read \(String(describing: body)), expected the last write \(worker)-\(i)")
-            }
-        }
-    }
-
-    private func evicts(_ c: inout Context) throws {
-        guard let makeStoreWithCountLimit else { return }
-        let store = try makeStoreWithCountLimit(10)
-        var evicted: [CacheKey] = []
-        for i in 0..<30 {
-            evicted += try store.write(Self.entry("/\(i)", storedAt: Self.base.addingTimeInterval(TimeInterval(i)))).evicted
-            _ = try store.entry(for: Self.entry("/0").key) // keep /0 in use
-        }
-        c.expect(store.entryCount <= 10, "entryCount \(store.entryCount) with a count limit of 10")
-        c.expect(try store.entry(for: Self.entry("/29").key) != nil, "the newest entry was evicted")
-        c.expect(try store.entry(for: Self.entry("/0").key) != nil, "the most recently used entry was evicted")
-        c.expect(try store.entry(for: Self.entry("/1").key) == nil, "the least recently used entry survived")
-        c.expect(!evicted.isEmpty, "writing 30 entries into a store of 10 reported no eviction")
-    }
-
-    private func treatsDamageAsMiss(_ c: inout Context) throws {
-        guard let corrupt else { return }
-        let store = try makeStore()
-        let a = Self.entry("/damaged", body: String(repeating: "d", count: 2000))
-        try store.write(a)
-        try store.write(Self.entry("/intact"))
-        try corrupt(store, a.key)
-        do {
-            let read = try store.entry(for: a.key)
-            c.expect(read == nil || read == a, "a damaged entry was served changed: \(String(describing: read))")
-        } catch ResponseStoreError.corruptEntry {
-            // The expected report.
-        }
-        c.expect(try store.entry(for: a.key) == nil, "a damaged entry was not removed after it was found")
-        c.expect(try store.entry(for: Self.entry("/intact").key) != nil, "damage to one entry lost another")
-    }
-
-    private func claimsExclusively(_ c: inout Context) throws {
-        let store = try makeStore()
-        let key = Self.entry("/claimed").key
-        c.expect(store.claimRefresh(of: key, lease: 30), "a first claim was refused")
-        guard claimsAreExclusive else { return store.releaseRefresh(of: key) }
-        c.expect(!store.claimRefresh(of: key, lease: 30), "a second claim was granted while the first held")
-        store.releaseRefresh(of: key)
-        c.expect(store.claimRefresh(of: key, lease: 30), "a claim was refused after the first was released")
-        store.releaseRefresh(of: key)
-    }
-}
-
-private final class WrongReads: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-    func add() { lock.withLock { value += 1 } }
-    var count: Int { lock.withLock { value } }
 }

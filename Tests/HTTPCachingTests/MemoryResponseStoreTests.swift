@@ -36,14 +36,26 @@ struct MemoryResponseStoreTests {
         #expect(store.totalBytes <= one * 3)
     }
 
-    @Test("an entry larger than the byte limit is not stored and replaces nothing")
-    func tooLarge() throws {
-        let store = try MemoryResponseStore(byteLimit: 500, countLimit: 10, maxEntrySize: 500)
+    @Test("an entry over maxEntrySize is not stored and evicts nothing; the older entry under its key is removed, not kept in its place")
+    func oversizedEntry() throws {
+        let store = try MemoryResponseStore(byteLimit: 10_000, countLimit: 10, maxEntrySize: 500)
         store.write(StoreConformance.entry("/small"))
+        store.write(StoreConformance.entry("/big"))
         let result = store.write(StoreConformance.entry("/big", body: String(repeating: "z", count: 1000)))
-        #expect(!result.stored)
+        #expect(!result.stored && result.evicted.isEmpty)
+        #expect(store.entry(for: StoreConformance.entry("/big").key) == nil, "the older, smaller entry under its key is removed")
+        #expect(store.entry(for: StoreConformance.entry("/small").key) != nil, "no other entry is evicted")
         #expect(store.entryCount == 1)
-        #expect(store.entry(for: StoreConformance.entry("/big").key) == nil)
+    }
+
+    @Test("maxEntrySize is at most the byte limit, and an eighth of it by default")
+    func maxEntrySizeBounds() throws {
+        #expect(try MemoryResponseStore(byteLimit: 500, maxEntrySize: 10_000).maxEntrySize == 500)
+        #expect(try MemoryResponseStore(byteLimit: 8_000).maxEntrySize == 1_000)
+        let store = try MemoryResponseStore(byteLimit: 500, countLimit: 10, maxEntrySize: 10_000)
+        #expect(!store.write(StoreConformance.entry("/big", body: String(repeating: "z", count: 1000))).stored,
+                "an entry larger than the byte limit is not stored")
+        #expect(store.entryCount == 0)
     }
 
     @Test("negative limits are an error")

@@ -78,6 +78,8 @@ final class ProbeDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable
         /// The responses `willCacheResponse` was asked about (not in `order`: Foundation alone
         /// never asks on Linux).
         var cacheQuestions: [CachedURLResponse] = []
+        /// What had arrived (`order`) when each question came.
+        var askedAfter: [[String]] = []
         /// Everything in the order it arrived: "response", "data", "complete", "redirect", "challenge".
         var order: [String] = []
 
@@ -144,7 +146,10 @@ final class ProbeDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, willCacheResponse proposedResponse: CachedURLResponse,
                     completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void) {
-        state.update { $0.cacheQuestions.append(proposedResponse) }
+        state.update {
+            $0.cacheQuestions.append(proposedResponse)
+            $0.askedAfter.append($0.order)
+        }
         onWillCache(proposedResponse, completionHandler)
     }
 

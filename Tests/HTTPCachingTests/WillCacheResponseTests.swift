@@ -109,4 +109,36 @@ struct WillCacheResponseTests {
         #expect(await slow.finished()?.data == Data("body 1".utf8))
         #expect(try await h.get("/w").status == .fresh)
     }
+
+    @Test("asked after the response and every chunk reached the delegate, as Foundation asks (20 times)")
+    func askedAfterTheBody() async throws {
+        let h = try Harness()
+        for round in 0..<20 {
+            h.origin.route("/o\(round)") { _, _ in .init(headers: [("Cache-Control", "max-age=60")], body: LoopbackOrigin.filler(count: 50_000)) }
+            let probe = ProbeDelegate()
+            let outcome = try #require(await perform(.delegate, URLRequest(url: h.origin.url("/o\(round)")), probe: probe) { h.delegateSession($0) })
+            #expect(outcome.data.count == 50_000)
+            let seen = try #require(probe.value.askedAfter.first)
+            #expect(seen.first == "response" && seen.filter { $0 == "data" }.count == probe.value.chunks.count, "round \(round): \(seen)")
+        }
+    }
+
+    @Test("cancelled while its delegate is asked: the question's late answer stores nothing, and the next request for the URL goes out, never waits forever")
+    func cancelledWhileAsked() async throws {
+        let h = try Harness()
+        Self.storable(h.origin)
+        let held = Watched<[@Sendable () -> Void]>([])
+        let probe = ProbeDelegate(onWillCache: { proposed, answer in held.update { $0.append { answer(proposed) } } })
+        let session = h.delegateSession(probe)
+        defer { session.finishTasksAndInvalidate() }
+        let task = session.dataTask(with: h.origin.url("/w"))
+        task.resume()
+        #expect(await held.wait { !$0.isEmpty })
+        task.cancel()
+        #expect(await probe.finished()?.errorCode == NSURLErrorCancelled)
+        held.value.first?()
+        let next = try #require(await fetchOutcome(h.plainCachingSession(), URLRequest(url: h.origin.url("/w")), timeout: 5),
+                                "answered, not left waiting on the cancelled request's flight")
+        #expect(next.response?.text == "body 2" && h.origin.requestCount("/w") == 2)
+    }
 }

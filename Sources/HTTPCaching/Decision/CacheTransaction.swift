@@ -133,6 +133,12 @@ struct CacheTransaction {
         return false
     }
 
+    /// Whether the caller's delegate is being asked whether to store the answer.
+    var isAskingDelegate: Bool {
+        if case .askingDelegate = state { return true }
+        return false
+    }
+
     /// Whether the answer being received is to be stored (so far: it may still grow too large).
     var storesAnswer: Bool {
         if case .receiving(let receiving) = state { return receiving.storing }

@@ -160,6 +160,13 @@ final class Delivery: Sendable {
         }
     }
 
+    /// Runs `work` on the work queue after every call sent before it has reached the client
+    /// (a delegate question that must come after the response and its body); never once the
+    /// path is closed or the task ended.
+    func afterDelivered(_ work: @escaping @Sendable () -> Void) {
+        send(closing: false) { _ in work() }
+    }
+
     /// Ends the response, and the path.
     func finish() {
         send(closing: true) { target in

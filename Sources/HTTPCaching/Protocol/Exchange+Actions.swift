@@ -74,6 +74,12 @@ extension Exchange {
         }
     }
 
+    /// Ends the flight this exchange leads and gives its refresh claim back (each once).
+    func endFlightAndClaim() {
+        endFlight()
+        endClaim()
+    }
+
     /// Gives the refresh claim back, once.
     private func endClaim() {
         guard let key = state.withLock({ state -> CacheKey? in

@@ -17,10 +17,13 @@ extension Exchange {
                                        headerFields: entry.headers) ?? HTTPURLResponse(ResponseHead(statusCode: entry.statusCode, headers: [:], url: entry.url))
         let proposed = CachedURLResponse(response: response, data: entry.body, userInfo: nil, storagePolicy: .allowed)
         let box = UncheckedBox((session, delegate, task, proposed))
-        session.delegateQueue.addOperation {
-            let (session, delegate, task, proposed) = box.value
-            delegate.urlSession(session, dataTask: task, willCacheResponse: proposed) { answer in
-                self.answered(Self.storeAnswer(answer, proposed: proposed))
+        // After the response and its body reached the delegate's queue, as Foundation asks.
+        caller?.delivery.afterDelivered {
+            session.delegateQueue.addOperation {
+                let (session, delegate, task, proposed) = box.value
+                delegate.urlSession(session, dataTask: task, willCacheResponse: proposed) { answer in
+                    self.answered(Self.storeAnswer(answer, proposed: proposed))
+                }
             }
         }
     }

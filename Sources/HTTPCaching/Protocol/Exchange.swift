@@ -153,17 +153,21 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     func stop() {
         caller?.delivery.stop()
         let flights = cache.flights
-        let (actions, flight) = state.withLock { state -> ([CacheTransaction.Action], Flight?) in
+        let (actions, flight, wasAsking) = state.withLock { state -> ([CacheTransaction.Action], Flight?, Bool) in
             state.stopped = true
+            let wasAsking = state.transaction?.isAskingDelegate ?? false
             var othersWait = false
             if case .leading(let key) = state.flight { othersWait = flights.followers(of: key) > 0 }
             let actions = othersWait ? state.transaction?.detach() : state.transaction?.cancel()
             let flight = state.flight
             if case .waiting = flight { state.flight = nil }
-            return (actions ?? [], flight)
+            return (actions ?? [], flight, wasAsking)
         }
         if case .waiting(let key) = flight { flights.leave(key, self) }
         run(actions)
+        // Cancelled while its delegate was asked whether to store, the transaction ends with no
+        // action that would end its flight: those waiting on it go on without it.
+        if wasAsking { endFlightAndClaim() }
     }
 
     /// Another request's answer, after this one waited for it.

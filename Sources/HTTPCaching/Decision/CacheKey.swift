@@ -89,19 +89,21 @@ public struct CacheKey: Hashable, Sendable, Comparable, CustomStringConvertible 
 
     /// The key a `storageString` was made from; nil if the text is not one.
     public init?(storageString text: String) {
-        var rest = Substring(text)
-        guard rest.hasPrefix("k1|") else { return nil }
+        // Bytes, not characters: a part may begin with a combining mark, which would join the
+        // colon before it into one character.
+        var rest = Substring(text).utf8
+        guard rest.starts(with: "k1|".utf8) else { return nil }
         rest = rest.dropFirst(3)
         var parts: [String] = []
         for _ in 0..<5 {
-            guard let colon = rest.firstIndex(of: ":"), let length = Int(rest[rest.startIndex..<colon]),
-                  length >= 0 else { return nil }
-            let utf8 = rest[rest.index(after: colon)...].utf8
-            guard utf8.count >= length else { return nil }
-            let end = utf8.index(utf8.startIndex, offsetBy: length)
-            guard let part = String(utf8[utf8.startIndex..<end]) else { return nil }
+            guard let colon = rest.firstIndex(of: UInt8(ascii: ":")), let digits = String(rest[rest.startIndex..<colon]),
+                  let length = Int(digits), length >= 0 else { return nil }
+            let value = rest[rest.index(after: colon)...]
+            guard value.count >= length else { return nil }
+            let end = value.index(value.startIndex, offsetBy: length)
+            guard let part = String(value[value.startIndex..<end]) else { return nil }
             parts.append(part)
-            rest = Substring(utf8[end...])
+            rest = value[end...]
         }
         guard rest.isEmpty, !parts[1].isEmpty else { return nil }
         self.init(method: parts[1], normalizedURL: parts[2],

@@ -28,6 +28,32 @@ extension StoreConformance {
         c.expect(try store.entry(for: binary.key)?.body == binary.body, "a 70 KB binary body did not read back whole")
     }
 
+    func writesInParts(_ c: inout Context) throws {
+        let store = try makeStore()
+        let parts = (0..<5).map { index in Data((0..<9_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) }) }
+        let whole = parts.reduce(into: Data()) { $0.append($1) }
+        var entry = Self.entry("/parts", headers: ["ETag": "\"p\""])
+        let writer = try store.makeWriter(for: entry.key)
+        for part in parts { try writer.append(part) }
+        c.expect(try writer.body == whole, "the writer's body is not the parts appended, in order")
+        entry.body = Data()
+        var variant = entry
+        variant.key.variant = "v1"
+        c.expect(try writer.commit([variant, entry]).stored, "a committed entry was not stored")
+        entry.body = whole
+        variant.body = whole
+        c.expect(try store.entry(for: entry.key) == entry, "the committed entry did not read back whole")
+        c.expect(try store.entry(for: variant.key) == variant, "the second entry sharing the body did not read back whole")
+        writer.abort() // after a commit: nothing happens
+        c.expect(try store.entry(for: entry.key) == entry, "an abort after the commit removed the entry")
+        let (count, bytes) = (store.entryCount, store.totalBytes)
+        let aborted = try store.makeWriter(for: Self.entry("/aborted").key)
+        try aborted.append(parts[0])
+        aborted.abort()
+        c.expect(try store.entry(for: Self.entry("/aborted").key) == nil, "an aborted writer left an entry")
+        c.expect(store.entryCount == count && store.totalBytes == bytes, "an aborted writer changed the counts")
+    }
+
     func replacesAnEntry(_ c: inout Context) throws {
         let store = try makeStore()
         try store.write(Self.entry("/a", body: "old"))

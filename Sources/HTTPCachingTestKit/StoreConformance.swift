@@ -95,7 +95,7 @@ public struct StoreConformance {
                                     "lists metadata", "counts bytes and entries", "refuses an entry over its size limit",
                                     "answers immediately only with what it has", "keeps one partition secret",
                                     "is safe from many threads", "evicts past its count limit", "treats damage as a miss",
-                                    "claims refreshes exclusively"]
+                                    "claims refreshes exclusively", "writes a body in parts, commits and aborts"]
 
     /// Runs every check it can.
     /// - Returns: the checks that passed, and those skipped, each with the reason (a check
@@ -114,7 +114,7 @@ public struct StoreConformance {
             (Self.checkNames[8], refusesOversizedEntries), (Self.checkNames[9], answersImmediately),
             (Self.checkNames[10], keepsOneSecret), (Self.checkNames[11], isSafeFromManyThreads),
             (Self.checkNames[12], evicts), (Self.checkNames[13], treatsDamageAsMiss),
-            (Self.checkNames[14], claimsExclusively),
+            (Self.checkNames[14], claimsExclusively), (Self.checkNames[15], writesInParts),
         ]
         var passed: [String] = []
         for (name, check) in checks {

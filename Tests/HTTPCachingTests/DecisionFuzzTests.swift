@@ -88,6 +88,10 @@ struct DecisionFuzzTests {
         case .store: "store"
         case .storeInMemory: "storeInMemory"
         case .askToStore: "askToStore"
+        case .openWriter: "openWriter"
+        case .appendToWriter(let data): "appendToWriter(\(data.count))"
+        case .commitWriter(let entries, _, _): "commitWriter(\(entries.count))"
+        case .discardWriter: "discardWriter"
         case .remove: "remove"
         case .invalidate: "invalidate"
         case .refresh: "refresh"
@@ -168,6 +172,7 @@ struct DecisionFuzzTests {
             Self.feed(input, to: &transaction, entry: entry, now: now, checker: &checker)
         }
         checker.checkCompletions()
+        if transaction.isDone && checker.writerOpen { checker.problem("the transaction ended with its store writer open") }
         return checker.problems
     }
 
@@ -190,7 +195,9 @@ struct DecisionFuzzTests {
         }
         checker.check(actions, from: "\(input)", removalAllowed: removalAllowed, isDone: transaction.isDone)
         guard case .cancel = input else { return }
-        if actions.contains(where: { $0 != .cancelForward }) { checker.problem("cancel did more than cancel the request in flight") }
+        if actions.contains(where: { $0 != .cancelForward && $0 != .discardWriter }) {
+            checker.problem("cancel did more than cancel the request in flight and discard what was written")
+        }
         checker.ended = true
         if !transaction.isDone { checker.problem("cancelled but not done") }
     }
@@ -202,6 +209,8 @@ struct TransactionChecker {
     let refresh: Bool
     var ended = false, responded = false, served = false, failed = false, finished = false
     var completions = 0
+    /// Whether a store writer is open: every one opened is committed or discarded, once.
+    var writerOpen = false
     var history: [(input: String, actions: [CacheTransaction.Action])] = [] // actions formatted only for a problem
     var problems: [String] = []
 
@@ -249,6 +258,17 @@ struct TransactionChecker {
             if ended { problem("store after finish") }
         case .askToStore:
             problem("asked a delegate that no context has")
+        case .openWriter:
+            if writerOpen || ended { problem("a writer opened twice, or after the end") }
+            writerOpen = true
+        case .appendToWriter:
+            if !writerOpen { problem("written to no open writer") }
+        case .commitWriter:
+            if !writerOpen || ended { problem("a commit with no open writer, or after the end") }
+            writerOpen = false
+        case .discardWriter:
+            if !writerOpen { problem("discarded no open writer") }
+            writerOpen = false
         case .remove:
             if ended { problem("remove after the end") }
             if !removalAllowed { problem("remove on \(input)") }

@@ -22,7 +22,7 @@ struct StoreConformanceTests {
             "claimsAreExclusive is false: only that a first claim is granted was checked",
         ])
         #expect(report.passed == StoreConformance.checkNames.filter { !report.skippedChecks.contains($0) })
-        #expect(report.description.hasPrefix("11 of 15 store conformance checks passed; skipped: 4"))
+        #expect(report.description.hasPrefix("12 of 16 store conformance checks passed; skipped: 4"))
         #expect(report.description.contains("skipped evicts past its count limit: no makeStoreWithCountLimit was given"))
     }
 

@@ -89,24 +89,28 @@ public struct CacheConfiguration: Sendable {
 /// `ResponseCacher`.
 public struct ResponseCacher: Sendable {
     private let transform: @Sendable (URLRequest, CacheEntry) -> CacheEntry?
+    /// Whether the transform may read or change the body (`modify`): the cache then holds a
+    /// storable body whole until it is stored, instead of streaming it to the store.
+    let inspectsBody: Bool
 
-    /// A cacher that stores the entry `transform` returns, or nothing when it returns nil.
-    public init(_ transform: @escaping @Sendable (URLRequest, CacheEntry) -> CacheEntry?) {
+    private init(inspectsBody: Bool, _ transform: @escaping @Sendable (URLRequest, CacheEntry) -> CacheEntry?) {
+        self.inspectsBody = inspectsBody
         self.transform = transform
     }
 
     /// Store the response as it is. The default.
-    public static let cache = ResponseCacher { _, entry in entry }
+    public static let cache = ResponseCacher(inspectsBody: false) { _, entry in entry }
     /// Store nothing.
-    public static let doNotCache = ResponseCacher { _, _ in nil }
-    /// Store what `modify` returns (nil: store nothing).
+    public static let doNotCache = ResponseCacher(inspectsBody: false) { _, _ in nil }
+    /// Store what `modify` returns (nil: store nothing). It sees the whole body.
     public static func modify(_ modify: @escaping @Sendable (URLRequest, CacheEntry) -> CacheEntry?) -> ResponseCacher {
-        ResponseCacher(modify)
+        ResponseCacher(inspectsBody: true, modify)
     }
     /// Store every response with the windows `choose` returns for it (nil: the cache's), for
-    /// example from a field your server sends.
+    /// example from a field your server sends. `choose` sees the status and headers; the body
+    /// may not be there (a body the cache streams to the store is not held).
     public static func windows(_ choose: @escaping @Sendable (CacheEntry) -> CacheWindows?) -> ResponseCacher {
-        ResponseCacher { _, entry in
+        ResponseCacher(inspectsBody: false) { _, entry in
             var entry = entry
             if let windows = choose(entry) { entry.windows = windows }
             return entry

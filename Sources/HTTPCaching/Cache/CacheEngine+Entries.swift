@@ -88,12 +88,7 @@ extension CacheEngine {
 
     func write(_ entry: CacheEntry, reporting: Bool, inMemoryOnly: Bool = false) throws -> Bool {
         var entry = entry
-        var dropped: [CacheKey] = []
-        if entry.key.variant == nil {
-            dropped = listVariants(in: &entry)
-        } else if entry.varyValues[Vary.variantListName] != nil {
-            entry.varyValues[Vary.variantListName] = nil // only the entry under the URL lists variants
-        }
+        let dropped = listVariants(of: &entry)
         let result: StoreWriteResult
         do {
             if inMemoryOnly {
@@ -110,17 +105,31 @@ extension CacheEngine {
             if reporting { throw error }
             return false
         }
-        for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
-        if result.stored {
-            emit(.stored, entry.key, entry.url)
-            for variant in dropped {
-                remove(variant, url: entry.url)
-                emit(.evicted, variant, entry.url)
-            }
-        } else {
-            emit(.notStored(.tooLarge(bytes: entry.byteCount, limit: store.maxEntrySize)), entry.key, entry.url)
-        }
+        report(result, for: [entry], dropping: dropped, bytes: entry.byteCount)
         return result.stored
+    }
+
+    /// Reports what a write did: evictions, then `stored` for each entry (and the variants
+    /// that fell off its URL's list removed), or `notStored(.tooLarge)`.
+    func report(_ result: StoreWriteResult, for entries: [CacheEntry], dropping dropped: [CacheKey], bytes: Int) {
+        for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
+        guard result.stored else {
+            for entry in entries { emit(.notStored(.tooLarge(bytes: bytes, limit: store.maxEntrySize)), entry.key, entry.url) }
+            return
+        }
+        for entry in entries { emit(.stored, entry.key, entry.url) }
+        for variant in dropped {
+            remove(variant, url: entries.last?.url)
+            emit(.evicted, variant, entries.last?.url)
+        }
+    }
+
+    /// Before an entry is written: under its URL, lists its variant (see `listVariants(in:)`);
+    /// as a variant, lists none (only the entry under the URL lists them).
+    func listVariants(of entry: inout CacheEntry) -> [CacheKey] {
+        if entry.key.variant == nil { return listVariants(in: &entry) }
+        entry.varyValues[Vary.variantListName] = nil
+        return []
     }
 
     /// Before an entry is written under its URL: lists its variant after those already

@@ -14,29 +14,36 @@ extension CacheTransaction {
         switch answer {
         case .declined:
             actions.append(.emit(.notStored(.declinedByDelegate)))
+            if asking.spooledBytes != nil { actions.append(.discardWriter) }
         case .store(let replacement, let inMemoryOnly):
             var entry = asking.entry
+            var spooled = asking.spooledBytes
             if let replacement {
                 entry.statusCode = replacement.head.statusCode
                 entry.headers = Storability.storedHeaders(of: replacement.head,
                                                           keepingCookies: context.configuration.storesResponsesSettingCookies)
-                entry.body = replacement.body
                 entry.varyValues = Vary.values(names: Vary.names(entry.header("Vary")), headers: context.headers)
                 entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: context.configuration)
+                if let body = replacement.body {
+                    entry.body = body // a body of its own: what was written is not it
+                    if spooled != nil { actions.append(.discardWriter) }
+                    spooled = nil
+                }
             }
-            actions += storing(entry, inMemoryOnly: inMemoryOnly)
+            actions += storing(entry, inMemoryOnly: inMemoryOnly, spooledBytes: spooled)
         }
-        return actions + ending(nil, body: asking.body, stored: nil)
+        return actions + ending(nil, body: asking.body, bodyChanged: nil)
     }
 
-    /// The last actions of an answer that came from the network, after its store writes.
-    func ending(_ head: ResponseHead?, body: Data, stored: CacheEntry?) -> [Action] {
+    /// The last actions of an answer that came from the network, after its store writes: a
+    /// refresh reports whether the stored body changed (`bodyChanged` nil: nothing stored).
+    func ending(_ head: ResponseHead?, body: Data, bodyChanged: Bool?) -> [Action] {
         var actions: [Action] = []
         switch context.role {
-        case .refresh(let previous):
+        case .refresh:
             actions.append(.finish)
-            if let stored {
-                actions.append(.emit(.refreshed(bodyChanged: stored.body != previous.body)))
+            if let bodyChanged {
+                actions.append(.emit(.refreshed(bodyChanged: bodyChanged)))
             } else {
                 let status = head.map { "status \($0.statusCode)" } ?? "the answer"
                 actions.append(.emit(.refreshFailed(reason: "\(status) not stored; the stale entry was kept")))
@@ -98,17 +105,25 @@ extension CacheTransaction {
         return [.cancelForward, .emit(.served(.fallback)), .serve(entry, .whole, disposition)]
     }
 
-    /// The writes for an entry: under its URL, and under its variant when it has a `Vary`.
-    func storing(_ entry: CacheEntry, inMemoryOnly: Bool = false) -> [Action] {
-        func write(_ entry: CacheEntry) -> Action { inMemoryOnly ? .storeInMemory(entry) : .store(entry) }
+    /// The entries one answer is stored as: under its URL, and under its variant when it has a
+    /// `Vary`.
+    func storedEntries(_ entry: CacheEntry) -> [CacheEntry] {
         let names = Vary.names(entry.header("Vary")).filter { $0 != "*" }
-        guard !names.isEmpty else { return [write(entry)] }
+        guard !names.isEmpty else { return [entry] }
         var variant = entry
         variant.key = entry.key.primary
         variant.key.variant = Vary.variantName(names: names, headers: context.headers)
         var primary = entry
         primary.key = entry.key.primary
-        return [write(variant), write(primary)]
+        return [variant, primary]
+    }
+
+    /// The writes for an entry: whole, or the commit of the body written as it arrived
+    /// (`spooledBytes` long).
+    func storing(_ entry: CacheEntry, inMemoryOnly: Bool = false, spooledBytes: Int? = nil) -> [Action] {
+        let entries = storedEntries(entry)
+        if let spooledBytes { return [.commitWriter(entries, bodyBytes: spooledBytes, inMemoryOnly: inMemoryOnly)] }
+        return entries.map { inMemoryOnly ? .storeInMemory($0) : .store($0) }
     }
 
     func makeEntry(_ head: ResponseHead, body: Data, now: Date) -> CacheEntry {
@@ -149,6 +164,7 @@ enum DelegateStoreAnswer: Sendable, Equatable {
     /// A response the delegate returned in place of the proposed one.
     struct Replacement: Sendable, Equatable {
         var head: ResponseHead
-        var body: Data
+        /// Its own body; nil when it kept the proposed one.
+        var body: Data?
     }
 }

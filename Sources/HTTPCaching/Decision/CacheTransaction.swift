@@ -64,6 +64,15 @@ struct CacheTransaction {
         case finish
         /// Fail the caller.
         case fail(TransactionError)
+        /// Begin writing the answer to the store as its body arrives.
+        case openWriter
+        /// Write the next part of the body to the store.
+        case appendToWriter(Data)
+        /// Store these entries (metadata; their bodies are empty) with the body written,
+        /// `bodyBytes` long; in the store's memory only when `inMemoryOnly`.
+        case commitWriter([CacheEntry], bodyBytes: Int, inMemoryOnly: Bool)
+        /// Leave nothing of the body written so far.
+        case discardWriter
         /// Write an entry.
         case store(CacheEntry)
         /// Write an entry to the store's memory only, never to a disk or a server.
@@ -101,11 +110,20 @@ struct CacheTransaction {
         var storing: Bool
         var body = Data()
         var previous: CacheEntry?
+        /// The body goes to a store writer as it arrives and is not kept here (nobody needs it
+        /// whole: a delegate takes it in chunks, or there is no caller).
+        var spooling = false
+        /// The bytes of the body so far.
+        var bodyBytes = 0
+        /// The checksum of a spooled body, to tell a refresh whether the body changed.
+        var checksum = BodyChecksum.Running()
     }
 
     struct Asking {
         var entry: CacheEntry
         var body: Data
+        /// The body was written to a store writer, this many bytes: `body` is empty.
+        var spooledBytes: Int?
     }
 
     var context: Context
@@ -274,13 +292,17 @@ struct CacheTransaction {
             state = .done // nobody to deliver to, nothing to store
             return actions + [.cancelForward]
         }
-        state = .receiving(Receiving(head: head, plan: plan, storing: storing, previous: pending.entry))
-        if isRefresh { return actions }
+        var receiving = Receiving(head: head, plan: plan, storing: storing, previous: pending.entry)
+        // Nobody needs the body whole (a delegate takes chunks; a refresh has no caller), and
+        // the configuration's cacher does not read it: it streams to the store.
+        receiving.spooling = storing && (streaming || isRefresh) && !context.configuration.responseCacher.inspectsBody
+        state = .receiving(receiving)
+        if isRefresh { return actions + (receiving.spooling ? [.openWriter] : []) }
         let status: CacheStatus = storing ? plan.status : .bypass
         let disposition = Disposition(status: status, forward: plan.reason, forwardStatus: head.statusCode, stored: storing,
                                       ttl: storing ? ttl(head.statusCode, head.header, windows: context.entryWindows, now: now) : nil,
                                       detail: reason?.token)
-        return actions + [.emit(.served(status)), .respond(head, disposition)]
+        return actions + [.emit(.served(status)), .respond(head, disposition)] + (receiving.spooling ? [.openWriter] : [])
     }
 
     /// The freshness a response has left as it is stored (RFC 9211's `ttl`).
@@ -295,20 +317,26 @@ struct CacheTransaction {
         // Take the buffer out of `state` first: while both hold it, appending copies it whole.
         state = .idle
         var actions: [Action] = []
-        if receiving.storing && receiving.body.count + chunk.count > context.maxEntrySize {
+        receiving.bodyBytes += chunk.count
+        if receiving.storing && receiving.bodyBytes > context.maxEntrySize {
             receiving.storing = false
-            actions.append(.emit(.notStored(.tooLarge(bytes: receiving.body.count + chunk.count, limit: context.maxEntrySize))))
+            actions.append(.emit(.notStored(.tooLarge(bytes: receiving.bodyBytes, limit: context.maxEntrySize))))
+            if receiving.spooling { actions.append(.discardWriter) }
+            receiving.spooling = false
             if detached {
                 state = .done // nobody to deliver to, nothing to store
                 return actions + [.cancelForward]
             }
             if streaming || isRefresh { receiving.body = Data() }
         }
-        if receiving.storing || (!streaming && !isRefresh) {
+        if receiving.spooling {
+            chunk.withUnsafeBytes { receiving.checksum.update($0) }
+            actions.append(.appendToWriter(chunk))
+        } else if receiving.storing || (!streaming && !isRefresh) {
             receiving.body.append(chunk)
         }
         state = .receiving(receiving)
-        if streaming { actions.append(.deliver(chunk)) }
+        if streaming { actions.insert(.deliver(chunk), at: 0) }
         return actions
     }
 
@@ -317,22 +345,32 @@ struct CacheTransaction {
         guard case .receiving(let receiving) = state else { return [] }
         state = .done
         var actions: [Action] = []
-        var stored: CacheEntry?
+        var bodyChanged: Bool?
         if receiving.storing {
             let entry = makeEntry(receiving.head, body: receiving.body, now: now)
             if var chosen = context.configuration.responseCacher.apply(context.request, entry) {
                 chosen.usefulUntil = CacheDecision.usefulUntil(chosen, configuration: context.configuration)
+                let spooled = receiving.spooling ? receiving.bodyBytes : nil
                 if context.asksDelegateBeforeStoring, case .foreground = context.role {
-                    state = .askingDelegate(Asking(entry: chosen, body: receiving.body))
+                    state = .askingDelegate(Asking(entry: chosen, body: receiving.body, spooledBytes: spooled))
                     return [.askToStore(chosen)]
                 }
-                stored = chosen
-                actions += storing(chosen)
+                actions += storing(chosen, spooledBytes: spooled)
+                bodyChanged = Self.bodyChanged(receiving, from: context.role)
             } else {
                 actions.append(.emit(.notStored(.declinedByCacher)))
+                if receiving.spooling { actions.append(.discardWriter) }
             }
         }
-        return actions + ending(receiving.head, body: receiving.body, stored: stored)
+        return actions + ending(receiving.head, body: receiving.body, bodyChanged: bodyChanged)
+    }
+
+    /// For a refresh: whether the body stored differs from the stale entry's.
+    private static func bodyChanged(_ receiving: Receiving, from role: Role) -> Bool? {
+        guard case .refresh(let previous) = role else { return nil }
+        guard receiving.spooling else { return receiving.body != previous.body }
+        return receiving.bodyBytes != previous.body.count
+            || receiving.checksum.finish() != previous.body.withUnsafeBytes { BodyChecksum.checksum($0) }
     }
 
     /// The network failed (before or during the body).
@@ -344,10 +382,11 @@ struct CacheTransaction {
             if isRefresh { return [.finish, .emit(.refreshFailed(reason: error.description))] }
             if pending.plan.fallback, let entry = pending.entry { return fallback(entry, status: nil, now: now, detail: error.description) }
             return [.emit(.served(pending.plan.status)), .fail(error)]
-        case .receiving:
+        case .receiving(let receiving):
             state = .done
-            if error.isCancellation { return [] }
-            return isRefresh ? [.finish, .emit(.refreshFailed(reason: error.description))] : [.fail(error)]
+            let discard: [Action] = receiving.spooling ? [.discardWriter] : []
+            if error.isCancellation { return discard }
+            return discard + (isRefresh ? [.finish, .emit(.refreshFailed(reason: error.description))] : [.fail(error)])
         case .idle, .done, .askingDelegate:
             state = .done
             return []
@@ -357,10 +396,16 @@ struct CacheTransaction {
     /// The caller cancelled.
     mutating func cancel() -> [Action] {
         switch state {
-        case .awaitingHead, .receiving:
+        case .awaitingHead:
             state = .done
             return [.cancelForward]
-        case .idle, .done, .askingDelegate:
+        case .receiving(let receiving):
+            state = .done
+            return receiving.spooling ? [.cancelForward, .discardWriter] : [.cancelForward]
+        case .askingDelegate(let asking):
+            state = .done
+            return asking.spooledBytes != nil ? [.discardWriter] : []
+        case .idle, .done:
             state = .done
             return []
         }

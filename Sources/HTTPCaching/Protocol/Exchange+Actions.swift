@@ -30,6 +30,17 @@ extension Exchange {
             endFlight()
             endClaim()
             caller?.delivery.fail(error.error)
+        case .openWriter:
+            let writer = cache.openWriter(for: hop.key, url: hop.request.url)
+            state.withLock { $0.writer = writer }
+        case .appendToWriter(let bytes):
+            guard let writer = state.withLock({ $0.writer }) else { return }
+            if !cache.append(bytes, to: writer.value, key: hop.key, url: hop.request.url) { state.withLock { $0.writer = nil } }
+        case .commitWriter(let entries, let bodyBytes, let inMemoryOnly):
+            guard let writer = takeWriter(), let last = entries.last else { return }
+            noteStored(last, cache.commit(writer.value, entries, bodyBytes: bodyBytes, inMemoryOnly: inMemoryOnly))
+        case .discardWriter:
+            takeWriter()?.value.abort()
         case .store(let entry):
             noteStored(entry, cache.write(entry))
         case .storeInMemory(let entry):
@@ -42,6 +53,13 @@ extension Exchange {
             invalidate(urls, from: hop.request)
         case .refresh(let entry):
             BackgroundRefresh.start(entry, hop: hop, binding: binding)
+        }
+    }
+
+    private func takeWriter() -> UncheckedBox<any ResponseStoreWriter>? {
+        state.withLock { state in
+            defer { state.writer = nil }
+            return state.writer
         }
     }
 

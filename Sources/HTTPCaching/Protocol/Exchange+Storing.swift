@@ -15,7 +15,11 @@ extension Exchange {
         }
         let response = HTTPURLResponse(url: entry.url, statusCode: entry.statusCode, httpVersion: "HTTP/1.1",
                                        headerFields: entry.headers) ?? HTTPURLResponse(ResponseHead(statusCode: entry.statusCode, headers: [:], url: entry.url))
-        let proposed = CachedURLResponse(response: response, data: entry.body, userInfo: nil, storagePolicy: .allowed)
+        // A body written to the store as it arrived is proposed as the store holds it (a disk
+        // store maps its file: nothing is read unless the delegate reads it).
+        let writer = state.withLock { $0.writer }
+        let body = writer.map { (try? $0.value.body) ?? Data() } ?? entry.body
+        let proposed = CachedURLResponse(response: response, data: body, userInfo: nil, storagePolicy: .allowed)
         let box = UncheckedBox((session, delegate, task, proposed))
         // After the response and its body reached the delegate's queue, as Foundation asks.
         caller?.delivery.afterDelivered {
@@ -39,6 +43,10 @@ extension Exchange {
         let inMemoryOnly = answer.storagePolicy == .allowedInMemoryOnly
         if answer === proposed { return .store(replacement: nil, inMemoryOnly: inMemoryOnly) }
         guard let http = answer.response as? HTTPURLResponse else { return .declined }
-        return .store(replacement: .init(head: ResponseHead(http), body: answer.data), inMemoryOnly: inMemoryOnly)
+        // The proposed body handed back (Alamofire's `modify` copies the response, keeping the
+        // data): the same bytes, which are not read to compare them.
+        let sameBody = answer.data.count == proposed.data.count
+            && answer.data.withUnsafeBytes { new in proposed.data.withUnsafeBytes { new.baseAddress == $0.baseAddress } }
+        return .store(replacement: .init(head: ResponseHead(http), body: sameBody ? nil : answer.data), inMemoryOnly: inMemoryOnly)
     }
 }

@@ -53,6 +53,8 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         var claim: CacheKey?
         /// How the caller takes an answer from the network, once read (`prepareForNetwork`).
         var callerTakes: (streaming: Bool, asks: Bool)?
+        /// The store writer the answer's body goes to as it arrives, while one is open.
+        var writer: UncheckedBox<any ResponseStoreWriter>?
     }
 
     /// This exchange's part in its key's flight.
@@ -220,7 +222,7 @@ extension CacheTransaction.Action {
     /// Whether performing the action writes to (or removes from) the store.
     var writesToStore: Bool {
         switch self {
-        case .store, .storeInMemory, .remove, .invalidate: true
+        case .store, .storeInMemory, .remove, .invalidate, .openWriter, .appendToWriter, .commitWriter, .discardWriter: true
         default: false
         }
     }

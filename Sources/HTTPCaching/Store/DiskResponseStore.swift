@@ -265,19 +265,29 @@ public final class DiskResponseStore: ResponseStore {
             try removeEntry(named: name)
             return StoreWriteResult(stored: false)
         }
-        let temporary = "\(getpid()).\(randomHex()).tmp"
+        let temporary = Self.temporaryName()
         let created = entry.body.withUnsafeBytes { body in
             tail.withUnsafeBytes { files.createFile(temporary, [body, $0]) }
         }
         guard created else {
             throw DiskStoreError.io(operation: "write", path: files.path + "/" + temporary, errno: errno)
         }
+        return try install(temporary, as: name, IndexEntry(entry))
+    }
+
+    /// A name for a file being written: this process's id (so an abandoned one is recognised)
+    /// and a random part.
+    static func temporaryName() -> String { "\(getpid()).\(randomHex()).tmp" }
+
+    /// Renames a written file into place and records it in the index and the journal, trimming
+    /// as the limits require.
+    /// - Throws: `DiskStoreError.io` if the rename fails (the file is then removed).
+    func install(_ temporary: String, as name: EntryName, _ record: IndexEntry) throws -> StoreWriteResult {
         guard files.rename(temporary, to: name.fileName) else {
             let code = errno
             files.unlink(temporary)
             throw DiskStoreError.io(operation: "rename", path: files.path + "/" + name.fileName, errno: code)
         }
-        let record = IndexEntry(entry)
         let overCeiling = state.withLock { state -> Bool? in
             guard !isClosed else { return nil }
             state.index.put(name, record)

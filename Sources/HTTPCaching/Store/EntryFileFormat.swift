@@ -76,6 +76,12 @@ enum EntryFileFormat {
 
     /// The metadata and trailer of an entry: what follows its body.
     static func encodeTail(_ entry: CacheEntry) -> [UInt8] {
+        encodeTail(entry, bodyLength: entry.body.count, bodyChecksum: entry.body.withUnsafeBytes { BodyChecksum.checksum($0) })
+    }
+
+    /// The metadata and trailer of an entry whose body (`bodyLength` bytes with this
+    /// checksum) was written before, in parts; `entry.body` is not read.
+    static func encodeTail(_ entry: CacheEntry, bodyLength: Int, bodyChecksum: UInt64) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(256 + entry.key.url.utf8.count * 2)
         var flags: UInt8 = 0
@@ -100,8 +106,7 @@ enum EntryFileFormat {
             }
         }
         let metadataLength = out.count
-        let bodyChecksum = entry.body.withUnsafeBytes { BodyChecksum.checksum($0) }
-        append(&out, UInt64(entry.body.count))
+        append(&out, UInt64(bodyLength))
         append(&out, UInt32(metadataLength))
         append(&out, UInt32(0))
         append(&out, bodyChecksum)

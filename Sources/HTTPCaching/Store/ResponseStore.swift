@@ -28,6 +28,12 @@ public protocol ResponseStore: Sendable {
     @discardableResult
     func write(_ entry: CacheEntry) throws -> StoreWriteResult
 
+    /// Begins storing an entry whose body arrives in parts (a response as it streams from the
+    /// origin): the store may write each part as it comes, so nothing holds the whole body.
+    /// The default buffers the parts and calls `write(_:)` on commit.
+    /// - Throws: the store's own error when it cannot begin a write.
+    func makeWriter(for key: CacheKey) throws -> any ResponseStoreWriter
+
     /// Stores an entry in this process's memory only, never on a disk or a server (what a
     /// task's delegate allows with `.allowedInMemoryOnly`), replacing any earlier one in every
     /// tier. The default is nil: the store keeps nothing in memory of its own.
@@ -122,6 +128,12 @@ extension ResponseStore {
     /// Answers `.needsIO`: only a read can tell.
     public func immediateEntry(for key: CacheKey) -> ImmediateLookup { .needsIO }
 
+    /// A writer that keeps the parts in memory and calls `write(_:)` for each entry on commit.
+    /// - Throws: never.
+    public func makeWriter(for key: CacheKey) throws -> any ResponseStoreWriter {
+        BufferingWriter(self)
+    }
+
     /// Nil: nothing is kept in memory alone.
     /// - Throws: never.
     public func writeInMemory(_ entry: CacheEntry) throws -> StoreWriteResult? { nil }
@@ -211,4 +223,62 @@ public enum ResponseStoreError: Error, Equatable, CustomStringConvertible {
         case .unavailable(let reason): "the store is unavailable: \(reason)"
         }
     }
+}
+
+/// An entry being written to a store as its body arrives: append the parts, then commit (the
+/// entry is stored, whole) or abort (nothing of it remains). Made by
+/// `ResponseStore.makeWriter(for:)`; used from one thread at a time.
+public protocol ResponseStoreWriter: AnyObject, Sendable {
+    /// Adds the next part of the body.
+    /// - Throws: the store's own error when it cannot write; abort the writer then.
+    func append(_ bytes: Data) throws
+
+    /// The body appended so far, for a last look before committing. A store that keeps it in
+    /// a file may map the file (no memory is used until the bytes are read).
+    /// - Throws: the store's own error when it cannot read it.
+    var body: Data { get throws }
+
+    /// Stores each entry (its metadata; its `body` is ignored) with the body appended, and
+    /// ends the writer. Several entries share one body (a response stored under its URL and
+    /// under its `Vary` variant).
+    /// - Returns: whether all were stored, and what was evicted to make room.
+    /// - Throws: the store's own error when it cannot write; nothing of the writer remains.
+    func commit(_ entries: [CacheEntry]) throws -> StoreWriteResult
+
+    /// Ends the writer, leaving nothing of it in the store. Safe to call after `commit`.
+    func abort()
+}
+
+/// The writer a store gets by default: the body in memory, each entry written whole on commit.
+public final class BufferingWriter: ResponseStoreWriter, @unchecked Sendable {
+    private let store: any ResponseStore
+    private var buffer = Data()
+
+    /// A writer for `store`.
+    public init(_ store: any ResponseStore) {
+        self.store = store
+    }
+
+    /// Keeps the part.
+    public func append(_ bytes: Data) { buffer.append(bytes) }
+
+    /// The parts so far.
+    public var body: Data { buffer }
+
+    /// Writes each entry with the body kept.
+    /// - Throws: what the store's `write(_:)` throws.
+    public func commit(_ entries: [CacheEntry]) throws -> StoreWriteResult {
+        defer { buffer = Data() }
+        var result = StoreWriteResult(stored: true)
+        for var entry in entries {
+            entry.body = buffer
+            let written = try store.write(entry)
+            result.stored = result.stored && written.stored
+            result.evicted += written.evicted
+        }
+        return result
+    }
+
+    /// Forgets the parts.
+    public func abort() { buffer = Data() }
 }

@@ -95,6 +95,14 @@ public final class TieredResponseStore: ResponseStore {
         }
     }
 
+    /// A writer to the back store that also keeps the body (while it fits memory's entry
+    /// limit) to fill memory on commit, under the same rules as `write(_:)`.
+    /// - Throws: what the back store's `makeWriter(for:)` throws.
+    public func makeWriter(for key: CacheKey) throws -> any ResponseStoreWriter {
+        let before = shared.versions.withLock { $0[Shared.stripe(of: key)] }
+        return TieredWriter(back: try back.makeWriter(for: key), memory: memory, shared: shared, key: key, version: before)
+    }
+
     /// Removes the entry from both tiers.
     /// - Throws: what the back store throws.
     public func removeEntry(for key: CacheKey) throws {
@@ -154,6 +162,62 @@ public final class TieredResponseStore: ResponseStore {
     public var totalBytes: Int { back.totalBytes }
     /// The back store's entry count.
     public var entryCount: Int { back.entryCount }
+
+    /// A tiered store's writer: the back store's, with the body kept for memory while it fits.
+    private final class TieredWriter: ResponseStoreWriter, @unchecked Sendable {
+        private let back: any ResponseStoreWriter
+        private let memory: MemoryResponseStore
+        private let shared: Shared
+        private let key: CacheKey
+        private let version: UInt64
+        private var kept: Data? = Data()
+
+        init(back: any ResponseStoreWriter, memory: MemoryResponseStore, shared: Shared, key: CacheKey, version: UInt64) {
+            self.back = back
+            self.memory = memory
+            self.shared = shared
+            self.key = key
+            self.version = version
+        }
+
+        func append(_ bytes: Data) throws {
+            try back.append(bytes)
+            guard var body = kept else { return }
+            kept = nil // appended to in place, not copied
+            guard body.count + bytes.count <= min(memory.maxEntrySize, memory.byteLimit) else { return }
+            body.append(bytes)
+            kept = body
+        }
+
+        var body: Data { get throws { try kept ?? back.body } }
+
+        /// Commits to the back store, then fills memory with what was kept, unless the key was
+        /// evicted, removed or written meanwhile.
+        func commit(_ entries: [CacheEntry]) throws -> StoreWriteResult {
+            var result = StoreWriteResult(stored: false)
+            defer {
+                shared.versions.withLock { versions in
+                    let stripe = Shared.stripe(of: key)
+                    let undisturbed = versions[stripe] == version
+                    versions[stripe] &+= 1
+                    for var entry in entries {
+                        if result.stored && undisturbed, let kept {
+                            entry.body = kept
+                            memory.write(entry)
+                        } else {
+                            memory.removeEntry(for: entry.key)
+                        }
+                    }
+                }
+                shared.forget(result.evicted, in: memory)
+            }
+            result = try back.commit(entries)
+            result.evicted += shared.takeUnreported()
+            return result
+        }
+
+        func abort() { back.abort() }
+    }
 
     /// What the store and its back store's eviction handler share.
     private final class Shared: Sendable {

@@ -119,17 +119,32 @@ enum TransparencyBench {
         }
     }
 
-    /// In this process: downloads `megabytes` through a delegate-based session (caching or
-    /// plain) from an origin that writes the body as the client takes it, and prints the
-    /// peak resident memory. Run once per variant, each in a fresh process.
-    static func streamPeak(megabytes: Int, throughCache: Bool) {
+    /// How a streaming download is made: without a cache, through a cache whose answer is not
+    /// stored (no freshness, memory store), or storable through a disk store.
+    enum StreamVariant: String {
+        case plain, cache, disk
+    }
+
+    /// In this process: downloads `megabytes` through a delegate-based session from an origin
+    /// that writes the body as the client takes it, and prints the peak resident memory (and,
+    /// for `disk`, whether the answer was stored). Run once per variant, each in a fresh process.
+    static func streamPeak(megabytes: Int, variant: StreamVariant) {
         let origin = try! LoopbackOrigin()
         let total = megabytes << 20
         let stream = LoopbackOrigin.BodyStream(framing: .contentLength(total))
-        origin.route("/stream", response: .init(headers: [("Content-Type", "application/octet-stream")], stream: stream))
+        let storable = variant == .disk ? [("Cache-Control", "max-age=600")] : []
+        origin.route("/stream", response: .init(headers: [("Content-Type", "application/octet-stream")] + storable, stream: stream))
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
-        if throughCache { configuration.enableHTTPCaching(HTTPCache()) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-stream-\(UUID().uuidString)")
+        var disk: DiskResponseStore?
+        switch variant {
+        case .plain: break
+        case .cache: configuration.enableHTTPCaching(HTTPCache())
+        case .disk:
+            disk = try! DiskResponseStore(directory: directory, byteLimit: 4 * total, maxEntrySize: 2 * total)
+            configuration.enableHTTPCaching(HTTPCache(store: disk!))
+        }
         let sink = Sink()
         let session = URLSession(configuration: configuration, delegate: sink, delegateQueue: nil)
         session.dataTask(with: origin.url("/stream")).resume()
@@ -145,18 +160,20 @@ enum TransparencyBench {
         sink.done.wait()
         writer.cancel()
         let received = sink.lock.withLock { (sink.bytes, sink.chunks) }
-        print("stream_bytes=\(received.0) chunks=\(received.1) peak_rss_mb=\(Int(ResidentMemory.peakMiB()))")
+        print("stream_bytes=\(received.0) chunks=\(received.1) peak_rss_mb=\(Int(ResidentMemory.peakMiB())) stored=\(disk?.entryCount ?? 0)")
         if let error = sink.lock.withLock({ sink.error }) { print("error: \(error)") }
+        disk?.close()
+        try? FileManager.default.removeItem(at: directory)
         origin.stop()
     }
 
-    /// Peak resident memory of the streaming download through the cache minus the same
-    /// without it, each measured in a fresh process.
-    static func streamPeakDifference(megabytes: Int) -> (cache: Double, plain: Double, problems: [String]) {
-        func run(_ variant: String) -> (Double, String?) {
+    /// Peak resident memory of the streaming download in `variant` minus the same without a
+    /// cache, each measured in a fresh process.
+    static func streamPeakDifference(megabytes: Int, variant: StreamVariant) -> (cache: Double, plain: Double, problems: [String]) {
+        func run(_ variant: StreamVariant) -> (Double, String?) {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["--stream-peak", variant, String(megabytes)]
+            process.arguments = ["--stream-peak", variant.rawValue, String(megabytes)]
             let pipe = Pipe()
             process.standardOutput = pipe
             guard (try? process.run()) != nil else { return (.nan, "could not start the \(variant) streaming process") }
@@ -167,11 +184,12 @@ enum TransparencyBench {
                 return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
             }, uniquingKeysWith: { $1 })
             let bytes = fields["stream_bytes"].flatMap(Int.init) ?? -1
-            let problem = bytes == megabytes << 20 ? nil : "\(variant) streaming received \(bytes) bytes, not \(megabytes << 20)"
+            var problem = bytes == megabytes << 20 ? nil : "\(variant) streaming received \(bytes) bytes, not \(megabytes << 20)"
+            if variant == .disk && fields["stored"] != "1" { problem = "the storable stream was not stored (stored=\(fields["stored"] ?? "?"))" }
             return (fields["peak_rss_mb"].flatMap(Double.init) ?? .nan, problem)
         }
-        let (plain, plainProblem) = run("plain")
-        let (cache, cacheProblem) = run("cache")
+        let (plain, plainProblem) = run(.plain)
+        let (cache, cacheProblem) = run(variant)
         return (cache, plain, [plainProblem, cacheProblem].compactMap { $0 })
     }
 

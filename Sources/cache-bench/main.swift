@@ -69,9 +69,10 @@ if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
     print("\(variant) \(bytes): \(formatMicros((now() - start) / Double(count))) µs per request")
     exit(0)
 }
-// `--stream-peak cache|plain MEGABYTES`: one streaming download, in its own process.
-if let index = arguments.firstIndex(of: "--stream-peak"), arguments.count > index + 2, let megabytes = Int(arguments[index + 2]) {
-    TransparencyBench.streamPeak(megabytes: megabytes, throughCache: arguments[index + 1] == "cache")
+// `--stream-peak cache|plain|disk MEGABYTES`: one streaming download, in its own process.
+if let index = arguments.firstIndex(of: "--stream-peak"), arguments.count > index + 2, let megabytes = Int(arguments[index + 2]),
+   let variant = TransparencyBench.StreamVariant(rawValue: arguments[index + 1]) {
+    TransparencyBench.streamPeak(megabytes: megabytes, variant: variant)
     exit(0)
 }
 let rounds = quick ? 3 : 9
@@ -142,10 +143,14 @@ print("time to the response of a 4 MB miss sent at 8 MB/s: \(formatMicros(ttfb.c
 lines.append("ratio.ttfb_miss_over_network=\(formatRatio(ttfb.cache / ttfb.network))")
 
 let streamMegabytes = quick ? 256 : 1024
-let stream = TransparencyBench.streamPeakDifference(megabytes: streamMegabytes)
+let stream = TransparencyBench.streamPeakDifference(megabytes: streamMegabytes, variant: .cache)
 print("peak resident memory streaming \(streamMegabytes) MB to a delegate: \(Int(stream.cache)) MiB through the cache, \(Int(stream.plain)) MiB without")
 lines.append("stream_rss_over_plain_mb=\(Int(stream.cache - stream.plain))")
 problems += stream.problems
+let storable = TransparencyBench.streamPeakDifference(megabytes: 64, variant: .disk)
+print("peak resident memory streaming a storable 64 MiB answer to a delegate through a disk store: \(Int(storable.cache)) MiB, \(Int(storable.plain)) MiB without a cache")
+lines.append("stream_rss_storable_disk_over_plain_mb=\(Int(storable.cache - storable.plain))")
+problems += storable.problems
 
 let collapsed = TransparencyBench.collapsedMisses(origin: origin)
 print("64 concurrent misses for one key reached the origin \(collapsed) time(s)")

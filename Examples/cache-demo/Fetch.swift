@@ -17,9 +17,7 @@ enum FetchCommand {
         let observation = cache.observe { event in
             if options.json {
                 if let line = event.jsonLine { Output.line(line.text) }
-            } else if case .refreshed = event.kind {
-                Output.line("      \(event.summary)")
-            } else if case .refreshFailed = event.kind {
+            } else if ["refreshed", "refreshFailed"].contains(event.kind.name) {
                 Output.line("      \(event.summary)")
             }
         }

@@ -62,19 +62,11 @@ extension CacheEvent {
     /// The event's name and details for the JSON lines, or nil for `served`, which the
     /// request lines already report.
     var jsonLine: JSONLine? {
-        var fields: [(String, JSONLine.Value)]
-        switch kind {
-        case .served: return nil
-        case .collapsed: fields = [("event", .string("collapsed"))]
-        case .stored: fields = [("event", .string("stored"))]
-        case .notStored(let reason): fields = [("event", .string("not_stored")), ("reason", .string(reason.description))]
-        case .refreshed(let changed): fields = [("event", .string("refreshed")), ("changed", .bool(changed))]
-        case .refreshFailed(let reason): fields = [("event", .string("refresh_failed")), ("reason", .string(reason))]
-        case .evicted: fields = [("event", .string("evicted"))]
-        case .invalidated: fields = [("event", .string("invalidated"))]
-        case .corrupted(let reason): fields = [("event", .string("corrupted")), ("reason", .string(reason))]
-        case .storeFailed(let reason): fields = [("event", .string("store_failed")), ("reason", .string(reason))]
-        }
+        let names = ["notStored": "not_stored", "refreshFailed": "refresh_failed", "storeFailed": "store_failed"]
+        guard kind.status == nil else { return nil }
+        var fields: [(String, JSONLine.Value)] = [("event", .string(names[kind.name] ?? kind.name))]
+        if let reason = kind.notStoredReason?.description ?? kind.reason { fields.append(("reason", .string(reason))) }
+        if let changed = kind.bodyChanged { fields.append(("changed", .bool(changed))) }
         fields.append(("key", .string(key.description)))
         if let url { fields.append(("url", .string(url.absoluteString))) }
         return JSONLine(fields)
@@ -82,11 +74,9 @@ extension CacheEvent {
 
     /// A short human description for the table output.
     var summary: String {
-        switch kind {
-        case .refreshed(let changed): "refreshed in the background (body \(changed ? "changed" : "unchanged"))"
-        case .refreshFailed(let reason): "background refresh failed: \(reason)"
-        case .notStored(let reason): "not stored: \(reason)"
-        default: "\(kind)"
-        }
+        if let changed = kind.bodyChanged { return "refreshed in the background (body \(changed ? "changed" : "unchanged"))" }
+        if kind.name == "refreshFailed", let reason = kind.reason { return "background refresh failed: \(reason)" }
+        if let reason = kind.notStoredReason { return "not stored: \(reason)" }
+        return "\(kind)"
     }
 }

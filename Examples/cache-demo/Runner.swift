@@ -59,11 +59,8 @@ final class RefreshTracker: @unchecked Sendable {
 
     init(_ cache: HTTPCache) {
         observation = cache.observe { [weak self] event in
-            switch event.kind {
-            case .served(.stale): self?.update { $0.insert(event.key) }
-            case .refreshed, .refreshFailed: self?.update { $0.remove(event.key) }
-            default: break
-            }
+            if event.kind == .served(.stale) { self?.update { $0.insert(event.key) } }
+            if ["refreshed", "refreshFailed"].contains(event.kind.name) { self?.update { $0.remove(event.key) } }
         }
     }
 

@@ -21,7 +21,7 @@ enum Walkthrough {
         configuration.enableHTTPCaching(cache)
         let runner = Runner(session: URLSession(configuration: configuration))
         let observation = cache.observe { event in
-            if case .refreshed = event.kind { Output.line("      -> \(event.summary)") }
+            if event.kind.name == "refreshed" { Output.line("      -> \(event.summary)") }
         }
         defer { observation.cancel() }
         // After the printing observer: a refresh's line is out before the tracker lets the

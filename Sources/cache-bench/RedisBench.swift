@@ -54,10 +54,8 @@ enum RedisBench {
             let cache = HTTPCache(configuration: CacheConfiguration(windows: windows), store: store)
             observations.append(cache.observe { event in
                 guard measuring.load(ordering: .relaxed) else { return }
-                switch event.kind {
-                case .served(.fresh), .stored: return
-                default: unexpected.withLock { _ = $0.insert("redis bench \(name): \(event.kind)") }
-                }
+                guard event.kind != .served(.fresh), event.kind != .stored else { return }
+                unexpected.withLock { _ = $0.insert("redis bench \(name): \(event.kind)") }
             })
             let configuration = URLSessionConfiguration.ephemeral
             configuration.enableHTTPCaching(cache)

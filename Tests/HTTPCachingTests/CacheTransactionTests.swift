@@ -33,13 +33,11 @@ struct CacheTransactionTests {
         actions.map { action in
             switch action {
             case .emit(let kind):
-                switch kind {
-                case .served(let status): "served(\(status.rawValue))"
-                case .notStored(let reason): "notStored(\(reason))"
-                case .refreshed(let changed): "refreshed(\(changed))"
-                case .refreshFailed: "refreshFailed"
-                default: "\(kind)"
-                }
+                if let status = kind.status { "served(\(status.rawValue))" }
+                else if let reason = kind.notStoredReason { "notStored(\(reason))" }
+                else if let changed = kind.bodyChanged { "refreshed(\(changed))" }
+                else if kind.name == "refreshFailed" { "refreshFailed" }
+                else { "\(kind)" }
             case .serve(let entry, let form, let disposition):
                 "serve(\(String(decoding: entry.body, as: UTF8.self)), \(disposition.status.rawValue)\(form == .whole ? "" : ", \(form)"))"
             case .forward(let conditional): conditional.isEmpty ? "forward" : "forward(conditional)"

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import HTTPCaching
+@testable import HTTPCaching
 @testable import cache_demo
 
 @Suite("Demo command line")

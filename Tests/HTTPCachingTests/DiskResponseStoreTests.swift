@@ -150,7 +150,7 @@ struct DiskResponseStoreTests {
         let cache = HTTPCache(store: store)
         let recorder = EventRecorder(cache)
         #expect(cache.cachedEntry(for: URLRequest(url: entry.url)) == nil)
-        #expect(recorder.kinds.contains { if case .corrupted = $0 { true } else { false } })
+        #expect(recorder.kinds.contains { $0.name == "corrupted" })
     }
 
     @Test("damaged, foreign or older-format entry files found on open are removed; files the store does not name are left alone")

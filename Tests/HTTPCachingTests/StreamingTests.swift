@@ -139,7 +139,7 @@ struct StreamingTests {
         #expect(done.chunks.count >= pieces)
         #expect(done.response?.cacheStatus == (announcesLength ? .bypass : .miss),
                 "with Content-Length the cache knows at once; without, only past the limit")
-        #expect(h.recorder.count { if case .notStored(.tooLarge) = $0 { true } else { false } } == 1)
+        #expect(h.recorder.count { $0.notStoredReason?.name == "tooLarge" } == 1)
         #expect(h.recorder.count(.stored) == 0 && h.cache.entryCount == 0)
     }
 

@@ -137,11 +137,8 @@ final class StoreEventCounts: @unchecked Sendable {
     init(_ cache: HTTPCache) {
         observation = cache.observe { [self] event in
             lock.withLock {
-                switch event.kind {
-                case .stored: stored += 1
-                case .notStored(.tooLarge): tooLarge += 1
-                default: break
-                }
+                if event.kind == .stored { stored += 1 }
+                if event.kind.notStoredReason?.name == "tooLarge" { tooLarge += 1 }
             }
         }
     }

@@ -176,9 +176,7 @@ extension HTTPURLResponse {
     /// Whether the body came from the store rather than straight from the network
     /// (fresh, stale, revalidated or fallback).
     public var isFromCache: Bool {
-        switch cacheStatus {
-        case .fresh?, .stale?, .revalidated?, .fallback?: true
-        default: false
-        }
+        guard let status = cacheStatus else { return false }
+        return [.fresh, .stale, .revalidated, .fallback].contains(status)
     }
 }

@@ -46,7 +46,7 @@ final class CacheEngine: Sendable {
 
     func emit(_ kind: CacheEvent.Kind, _ key: CacheKey, _ url: URL?) {
         let date = now()
-        switch kind {
+        switch kind.value {
         case .notStored(let reason):
             notStored.withLock { $0[key.primary] = NotStoredRecord(reason: reason, date: date) }
         case .stored where key.variant == nil:

@@ -4,29 +4,95 @@ import Synchronization
 /// Something the cache did, with the key and URL it concerned.
 public struct CacheEvent: Sendable, CustomStringConvertible {
     /// What happened.
-    public enum Kind: Sendable, Equatable {
+    ///
+    /// A struct with static members rather than an enum, so kinds can be added without
+    /// breaking code that compares against these (`event.kind == .stored`); `name` tells them
+    /// apart, and the accessors give what a kind carries.
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        enum Value: Sendable, Hashable {
+            case served(CacheStatus), collapsed, stored, notStored(NotStoredReason), refreshed(bodyChanged: Bool)
+            case refreshFailed(reason: String), evicted, invalidated, corrupted(reason: String), storeFailed(reason: String)
+        }
+
+        let value: Value
+
         /// A request was answered, as `CacheStatus` says: from the store (`fresh`, `stale`,
         /// `revalidated`, `fallback`) or from the network (`miss`, `expired`, `bypass`).
-        case served(CacheStatus)
+        public static func served(_ status: CacheStatus) -> Self { Self(value: .served(status)) }
         /// The request waited for another request for the same key instead of asking the
         /// origin itself, and got its answer (reported beside `served`).
-        case collapsed
+        public static let collapsed = Self(value: .collapsed)
         /// A response was written to the store.
-        case stored
+        public static let stored = Self(value: .stored)
         /// A response was not stored, and why: the answer to "why is this never cached?".
-        case notStored(NotStoredReason)
+        public static func notStored(_ reason: NotStoredReason) -> Self { Self(value: .notStored(reason)) }
         /// A background refresh replaced the entry; `bodyChanged` says whether the body differs.
-        case refreshed(bodyChanged: Bool)
+        public static func refreshed(bodyChanged: Bool) -> Self { Self(value: .refreshed(bodyChanged: bodyChanged)) }
         /// A background refresh failed; the stale entry was kept.
-        case refreshFailed(reason: String)
+        public static func refreshFailed(reason: String) -> Self { Self(value: .refreshFailed(reason: reason)) }
         /// The store evicted the entry to stay within its limits.
-        case evicted
+        public static let evicted = Self(value: .evicted)
         /// An unsafe method's answer removed the entry stored for a URL.
-        case invalidated
+        public static let invalidated = Self(value: .invalidated)
         /// A damaged, truncated or foreign entry was found, removed, and treated as a miss.
-        case corrupted(reason: String)
+        public static func corrupted(reason: String) -> Self { Self(value: .corrupted(reason: reason)) }
         /// The store failed to read or write; the request went on without it.
-        case storeFailed(reason: String)
+        public static func storeFailed(reason: String) -> Self { Self(value: .storeFailed(reason: reason)) }
+
+        /// The kind's name, the same for every value of it: `served`, `collapsed`, `stored`,
+        /// `notStored`, `refreshed`, `refreshFailed`, `evicted`, `invalidated`, `corrupted` or
+        /// `storeFailed`; later versions may add more.
+        public var name: String {
+            switch value {
+            case .served: "served"
+            case .collapsed: "collapsed"
+            case .stored: "stored"
+            case .notStored: "notStored"
+            case .refreshed: "refreshed"
+            case .refreshFailed: "refreshFailed"
+            case .evicted: "evicted"
+            case .invalidated: "invalidated"
+            case .corrupted: "corrupted"
+            case .storeFailed: "storeFailed"
+            }
+        }
+
+        /// How the request was answered, for `served`; nil for other kinds.
+        public var status: CacheStatus? {
+            if case .served(let status) = value { return status }
+            return nil
+        }
+
+        /// Why the response was not stored, for `notStored`; nil for other kinds.
+        public var notStoredReason: NotStoredReason? {
+            if case .notStored(let reason) = value { return reason }
+            return nil
+        }
+
+        /// Whether the body changed, for `refreshed`; nil for other kinds.
+        public var bodyChanged: Bool? {
+            if case .refreshed(let changed) = value { return changed }
+            return nil
+        }
+
+        /// What went wrong, for `refreshFailed`, `corrupted` and `storeFailed`; nil for other kinds.
+        public var reason: String? {
+            switch value {
+            case .refreshFailed(let reason), .corrupted(let reason), .storeFailed(let reason): reason
+            default: nil
+            }
+        }
+
+        /// The name, and what the kind carries.
+        public var description: String {
+            switch value {
+            case .served(let status): "served(\(status))"
+            case .notStored(let reason): "notStored(\(reason.name))"
+            case .refreshed(let changed): "refreshed(bodyChanged: \(changed))"
+            case .refreshFailed(let reason), .corrupted(let reason), .storeFailed(let reason): "\(name)(\(reason))"
+            default: name
+            }
+        }
     }
 
     /// What happened.
@@ -38,8 +104,7 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
     /// When it happened, by the cache's clock.
     public let date: Date
 
-    /// An event with the given parts.
-    public init(kind: Kind, key: CacheKey, url: URL?, date: Date) {
+    init(kind: Kind, key: CacheKey, url: URL?, date: Date) {
         self.kind = kind
         self.key = key
         self.url = url

@@ -227,7 +227,7 @@ extension CacheDecision {
     /// network (revalidating when the entry has a validator), with the fallback it allows.
     private static func conclude(_ judged: Judgement, entry: CacheEntry, _ facts: RequestFacts, windows: CacheWindows,
                                  configuration: CacheConfiguration) -> Evaluation {
-        switch judged.verdict {
+        switch judged.verdict.kind {
         case .fresh, .stale:
             let status: CacheStatus = judged.verdict == .fresh ? .fresh : .stale
             if facts.method == "HEAD" && status == .stale {

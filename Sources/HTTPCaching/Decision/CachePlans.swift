@@ -4,24 +4,45 @@ import FoundationNetworking
 #endif
 
 /// How one request was answered, as the response header and events report it.
-public enum CacheStatus: String, Sendable, CaseIterable {
+///
+/// A struct with static members rather than an enum, so new statuses can be added without
+/// breaking code that compares against these (`status == .fresh`); switch on `rawValue` with a
+/// `default` case.
+public struct CacheStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The status word, as `X-HTTP-Caching` carries it: `fresh`, `stale`, ...
+    public let rawValue: String
+
+    /// A status from its word; nil for a word that is not a status.
+    public init?(rawValue: String) {
+        guard Self.all.contains(where: { $0.rawValue == rawValue }) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    private init(_ word: String) { rawValue = word }
+
     /// Served from the store while fresh; no network.
-    case fresh
+    public static let fresh = CacheStatus("fresh")
     /// Served from the store, past its fresh window but usable; refreshed in the background.
-    case stale
+    public static let stale = CacheStatus("stale")
     /// Nothing stored could answer: fetched from the network.
-    case miss
+    public static let miss = CacheStatus("miss")
     /// The stored entry could not answer as it was (past its windows, or the request asked
     /// for the origin): fetched again.
-    case expired
+    public static let expired = CacheStatus("expired")
     /// Not cacheable (method, status, `no-store`, a conditional request, the network-only
     /// policy): passed through untouched.
-    case bypass
+    public static let bypass = CacheStatus("bypass")
     /// Validated with the origin (a conditional request answered 304): the stored body, with
     /// the origin's new headers, its age reset.
-    case revalidated
+    public static let revalidated = CacheStatus("revalidated")
     /// The network failed or the origin answered 5xx: an older entry served instead.
-    case fallback
+    public static let fallback = CacheStatus("fallback")
+
+    /// Every status this version knows, in the order above.
+    public static let all: [CacheStatus] = [fresh, stale, miss, expired, bypass, revalidated, fallback]
+
+    /// The status word.
+    public var description: String { rawValue }
 }
 
 /// Why a request went to the network: RFC 9211's `fwd` parameter.

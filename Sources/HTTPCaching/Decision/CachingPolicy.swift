@@ -95,14 +95,25 @@ public struct CachePolicyContext: Sendable {
 }
 
 /// What a policy decides for a stored entry.
-public enum CachePolicyVerdict: Sendable, Equatable {
+///
+/// A struct with static members rather than an enum, so verdicts can be added without
+/// breaking rules that return these.
+public struct CachePolicyVerdict: Sendable, Hashable, CustomStringConvertible {
+    /// The verdicts the decision understands.
+    enum Kind: Sendable, Hashable { case fresh, stale, revalidate, network }
+
+    let kind: Kind
+
     /// Serve it; no network.
-    case fresh
+    public static let fresh = CachePolicyVerdict(kind: .fresh)
     /// Serve it at once and refresh it in the background.
-    case stale
+    public static let stale = CachePolicyVerdict(kind: .stale)
     /// Ask the origin first: a conditional request if the entry has a validator; serve the
     /// entry on 304.
-    case revalidate
+    public static let revalidate = CachePolicyVerdict(kind: .revalidate)
     /// Fetch a new response; the entry is replaced.
-    case network
+    public static let network = CachePolicyVerdict(kind: .network)
+
+    /// The verdict's name: `fresh`, `stale`, `revalidate` or `network`.
+    public var description: String { "\(kind)" }
 }

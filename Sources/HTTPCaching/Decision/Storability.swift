@@ -1,41 +1,65 @@
 import Foundation
 
 /// Why a response was not stored: the answer to "why is this never cached?", carried by
-/// `CacheEvent.Kind.notStored` and by `HTTPCache.explain(_:)`.
-public enum NotStoredReason: Sendable, Hashable, CustomStringConvertible {
+/// `CacheEvent.Kind.notStored` and by `CacheInstallation.explain(_:)`.
+///
+/// A struct with static members rather than an enum, so reasons can be added without breaking
+/// code that compares against these; `name` tells them apart, `description` explains.
+public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
+    enum Value: Sendable, Hashable {
+        case method(String), status(Int), responseNoStore, requestNoStore, statusNotUnderstood(Int), varyStar, setsCookie
+        case credentials, tooLarge(bytes: Int, limit: Int), declinedByCacher, declinedByDelegate, memoryOnly, passThrough
+    }
+
+    let value: Value
+
     /// The method is not GET (only GET responses are stored; a HEAD is answered from them).
-    case method(String)
+    public static func method(_ method: String) -> Self { Self(value: .method(method)) }
     /// The status is not one the policy stores (under `.twoTier`: not in
     /// `storableStatusCodes`; under `.httpSemantics`: not heuristically cacheable and no
     /// explicit freshness), or is 1xx, 206 or 304.
-    case status(Int)
+    public static func status(_ status: Int) -> Self { Self(value: .status(status)) }
     /// The response says `no-store`.
-    case responseNoStore
+    public static let responseNoStore = Self(value: .responseNoStore)
     /// The request says `no-store`, or its policy never stores (network-only).
-    case requestNoStore
+    public static let requestNoStore = Self(value: .requestNoStore)
     /// `must-understand` with a status the cache does not understand (RFC 9111 section 5.2.2.3).
-    case statusNotUnderstood(Int)
+    public static func statusNotUnderstood(_ status: Int) -> Self { Self(value: .statusNotUnderstood(status)) }
     /// `Vary: *`: no request could ever match it.
-    case varyStar
+    public static let varyStar = Self(value: .varyStar)
     /// The response sets a cookie and `storesResponsesSettingCookies` is false.
-    case setsCookie
+    public static let setsCookie = Self(value: .setsCookie)
     /// The request carries credentials and `storesCredentialedResponses` is false.
-    case credentials
-    /// The body is larger than the store keeps (`ResponseStore.maxEntrySize`).
-    case tooLarge(bytes: Int, limit: Int)
+    public static let credentials = Self(value: .credentials)
+    /// The body is larger than the store keeps (its entry limit).
+    public static func tooLarge(bytes: Int, limit: Int) -> Self { Self(value: .tooLarge(bytes: bytes, limit: limit)) }
     /// The configuration's `responseCacher` declined it.
-    case declinedByCacher
+    public static let declinedByCacher = Self(value: .declinedByCacher)
     /// The caller's delegate answered `willCacheResponse` with nil, or with a response whose
     /// storage policy is `.notAllowed`.
-    case declinedByDelegate
+    public static let declinedByDelegate = Self(value: .declinedByDelegate)
     /// The caller's delegate allowed it in memory only, and the store keeps nothing in memory.
-    case memoryOnly
+    public static let memoryOnly = Self(value: .memoryOnly)
     /// The caller's own conditional or range request: its answer passes through untouched.
-    case passThrough
+    public static let passThrough = Self(value: .passThrough)
+
+    /// The reason's name, the same for every value of it: `method`, `status`,
+    /// `responseNoStore`, `requestNoStore`, `statusNotUnderstood`, `varyStar`, `setsCookie`,
+    /// `credentials`, `tooLarge`, `declinedByCacher`, `declinedByDelegate`, `memoryOnly` or
+    /// `passThrough`; later versions may add more.
+    public var name: String {
+        switch value {
+        case .method: "method"
+        case .status: "status"
+        case .statusNotUnderstood: "statusNotUnderstood"
+        case .tooLarge: "tooLarge"
+        default: "\(value)"
+        }
+    }
 
     /// What the reason means, in a sentence.
     public var description: String {
-        switch self {
+        switch value {
         case .method(let method): "\(method) responses are not stored; only GET"
         case .status(let status): "status \(status) is not stored under this policy"
         case .responseNoStore: "the response says Cache-Control: no-store"
@@ -51,12 +75,10 @@ public enum NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .passThrough: "the caller's own conditional or range request passes through untouched"
         }
     }
-}
 
-extension NotStoredReason {
     /// A short token for the reason, for the `detail` of a `Cache-Status` member.
     var token: String {
-        switch self {
+        switch value {
         case .method: "not-stored-method"
         case .status: "not-stored-status"
         case .responseNoStore: "not-stored-no-store"

@@ -90,11 +90,7 @@ extension CacheTransaction.Action {
     var isStoreWork: Bool {
         switch self {
         case .store, .remove: true
-        case .emit(let kind):
-            switch kind {
-            case .notStored, .stored: true
-            default: false
-            }
+        case .emit(let kind): kind.name == "notStored" || kind == .stored
         default: false
         }
     }

@@ -121,16 +121,19 @@ extension StoreConformance {
                                        usefulUntil: i < 3 ? Self.base.addingTimeInterval(100) : nil))
         }
         var reports: [RemovalProgress] = []
-        try store.removeEntries(storedSince: Self.base.addingTimeInterval(8)) { reports.append($0) }
-        c.expect(store.entryCount == 8, "removeEntries(storedSince:) left \(store.entryCount) of 10, expected 8")
+        let since = Self.base.addingTimeInterval(8)
+        try store.removeEntries(where: { $0.storedAt >= since }, progress: { reports.append($0) })
+        c.expect(store.entryCount == 8, "removing entries stored since a date left \(store.entryCount) of 10, expected 8")
         c.expect(try store.entry(for: Self.entry("/8").key) == nil, "an entry stored exactly at the date survived")
         c.expect(try store.entry(for: Self.entry("/7").key) != nil, "an entry stored before the date was removed")
         c.expect(reports.last.map { $0.removed == 2 && $0.total == 2 } ?? false,
                  "the last progress report was \(String(describing: reports.last)), expected 2 of 2")
-        try store.removeEntries(storedBefore: Self.base.addingTimeInterval(1))
-        c.expect(try store.entry(for: Self.entry("/0").key) == nil, "removeEntries(storedBefore:) kept an older entry")
-        try store.removeUnusableEntries(at: Self.base.addingTimeInterval(200))
-        c.expect(try store.entry(for: Self.entry("/1").key) == nil, "an entry past usefulUntil survived removeUnusableEntries")
+        let before = Self.base.addingTimeInterval(1)
+        try store.removeEntries(where: { $0.storedAt < before }, progress: { _ in })
+        c.expect(try store.entry(for: Self.entry("/0").key) == nil, "removing entries stored before a date kept an older one")
+        let later = Self.base.addingTimeInterval(200)
+        try store.removeEntries(where: { $0.usefulUntil.map { $0 <= later } ?? false }, progress: { _ in })
+        c.expect(try store.entry(for: Self.entry("/1").key) == nil, "an entry past usefulUntil survived its removal by metadata")
         c.expect(try store.entry(for: Self.entry("/5").key) != nil, "an entry with no usefulUntil was removed as unusable")
         c.expect(store.entryCount == 5, "entryCount \(store.entryCount) after the three removals, expected 5")
     }

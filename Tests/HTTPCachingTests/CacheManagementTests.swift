@@ -12,22 +12,22 @@ struct CacheManagementTests {
         let h = try Harness()
         h.origin.routeVersioned("/m")
         let a = URLRequest(url: h.origin.url("/m?a"))
-        #expect(!h.cache.hasEntry(for: a))
+        #expect(!h.cache.manage.hasEntry(for: a))
         _ = try await fetch(h.session, a)
-        #expect(h.cache.hasEntry(for: a))
+        #expect(h.cache.manage.hasEntry(for: a))
         #expect(h.cache.entryCount == 1 && h.cache.totalBytes > 0)
 
         h.clock.advance(by: 100)
         let handMade = URLRequest(url: h.origin.url("/m?by-hand"))
         let response = HTTPURLResponse(url: handMade.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Type": "text/plain"])!
-        #expect(try h.cache.storeResponse(response, data: Data("made by hand".utf8), for: handMade))
+        #expect(try h.cache.manage.storeResponse(response, data: Data("made by hand".utf8), for: handMade))
         let served = try await fetch(h.session, handMade)
         #expect(served.status == .fresh && served.text == "made by hand")
         #expect(h.origin.requestCount("/m") == 1)
 
         var reports: [RemovalProgress] = []
         try h.cache.removeEntries(storedSince: h.clock.now) { reports.append($0) }
-        #expect(!h.cache.hasEntry(for: handMade) && h.cache.hasEntry(for: a))
+        #expect(!h.cache.manage.hasEntry(for: handMade) && h.cache.manage.hasEntry(for: a))
         #expect(reports.last == RemovalProgress(removed: 1, total: 1))
         try h.cache.removeAll()
         #expect(h.cache.entryCount == 0 && h.cache.totalBytes == 0)
@@ -38,12 +38,12 @@ struct CacheManagementTests {
         let h = try Harness()
         h.origin.routeVersioned("/w")
         let request = URLRequest(url: h.origin.url("/w"))
-        try h.cache.setWindows(.test(fresh: 600, usable: 6000), for: request)
+        try h.cache.manage.setWindows(.test(fresh: 600, usable: 6000), for: request)
         _ = try await fetch(h.session, request)
-        #expect(h.cache.cachedEntry(for: request)?.windows == .test(fresh: 600, usable: 6000))
+        #expect(h.cache.manage.cachedEntry(for: request)?.windows == .test(fresh: 600, usable: 6000))
         h.clock.advance(by: 300)
         #expect(try await fetch(h.session, request).status == .fresh)
-        try h.cache.setWindows(.test(fresh: 1, usable: 2), for: request)
+        try h.cache.manage.setWindows(.test(fresh: 1, usable: 2), for: request)
         #expect(try await fetch(h.session, request).status == .expired, "the stored entry took the new windows")
     }
 

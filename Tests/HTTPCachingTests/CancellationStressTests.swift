@@ -302,7 +302,7 @@ struct WorkQueueDeliveryTests {
         task.resume()
         let queue = try #require(TaskIntrospection.workQueue(of: task))
         let client = QueueCheckingClient(workQueue: queue)
-        let protocolClass = try #require(CachingURLProtocol.protocolClass(for: cache) as? CachingURLProtocol.Type)
+        let protocolClass = try #require(CachingURLProtocol.installation(for: cache).protocolClass as? CachingURLProtocol.Type)
         let caching = protocolClass.init(task: task, cachedResponse: nil, client: client)
         let box = UncheckedBox(caching)
         queue.async { box.value.startLoading() }

@@ -56,7 +56,7 @@ struct CredentialPartitioningTests {
         for info in try h.cache.entryInfos() {
             #expect(!info.key.url.contains("@") && !info.key.url.contains("PASSWORD"), "\(info.key)")
         }
-        let entry = try #require(h.cache.cachedEntry(for: URLRequest(url: alice)))
+        let entry = try #require(h.cache.manage.cachedEntry(for: URLRequest(url: alice)))
         #expect(entry.key.partition != nil)
         #expect(entry.url.user == nil && entry.url.password == nil && !entry.url.absoluteString.contains("PASSWORD"),
                 "the stored URL comes from the response's, which carries the userinfo: \(entry.url)")
@@ -84,7 +84,7 @@ struct CredentialPartitioningTests {
         let hit = try await h.get("/v", headers: ["Cookie": "sid=COOKIE-SECRET", "Authorization": "Bearer TOKEN-SECRET"])
         #expect(hit.status == .fresh && hit.text == "for someone 1")
         #expect(try await h.get("/v").text == "for nobody 2")
-        let entry = try #require(h.cache.cachedEntry(for: {
+        let entry = try #require(h.cache.manage.cachedEntry(for: {
             var request = URLRequest(url: h.origin.url("/v"))
             request.setValue("sid=COOKIE-SECRET", forHTTPHeaderField: "Cookie")
             request.setValue("Bearer TOKEN-SECRET", forHTTPHeaderField: "Authorization")

@@ -149,7 +149,7 @@ struct DiskResponseStoreTests {
         try overwrite(file, with: bytes)
         let cache = HTTPCache(store: store)
         let recorder = EventRecorder(cache)
-        #expect(cache.cachedEntry(for: URLRequest(url: entry.url)) == nil)
+        #expect(cache.manage.cachedEntry(for: URLRequest(url: entry.url)) == nil)
         #expect(recorder.kinds.contains { $0.name == "corrupted" })
     }
 

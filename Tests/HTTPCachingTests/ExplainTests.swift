@@ -64,7 +64,7 @@ struct ExplainTests {
         request.setValue("en", forHTTPHeaderField: "Accept-Language")
         for (name, value) in scenario.requestHeaders { request.setValue(value, forHTTPHeaderField: name) }
         let before = h.origin.requestCount()
-        let explanation = h.cache.explain(request)
+        let explanation = h.cache.manage.explain(request)
         #expect(h.origin.requestCount() == before, "explain never touches the network")
         #expect(explanation.outcome.action == scenario.action)
         #expect(!explanation.description.isEmpty && explanation.description.contains("\n"))
@@ -98,9 +98,9 @@ struct ExplainTests {
                                                       "Vary": "Accept-Language"])!
         var request = URLRequest(url: url)
         request.setValue("en", forHTTPHeaderField: "Accept-Language")
-        try cache.storeResponse(response, data: Data("hello".utf8), for: request)
+        try cache.manage.storeResponse(response, data: Data("hello".utf8), for: request)
         clock.advance(by: 50)
-        let explanation = cache.explain(request)
+        let explanation = cache.manage.explain(request)
         #expect(explanation.method == "GET" && explanation.url == url.absoluteString)
         #expect(explanation.key == .init(method: "GET", url: "http://example.test/items?page=2", credentialPartition: false, namespace: nil))
         #expect(explanation.policy == "http" && explanation.policySource == "the configuration")
@@ -129,21 +129,21 @@ struct ExplainTests {
         _ = try await h.get("/me", headers: ["Authorization": "Bearer very-secret-token"])
         var request = URLRequest(url: h.origin.url("/me"))
         request.setValue("Bearer very-secret-token", forHTTPHeaderField: "Authorization")
-        let explanation = h.cache.explain(request)
+        let explanation = h.cache.manage.explain(request)
         #expect(explanation.key.credentialPartition && explanation.entry != nil)
-        let partition = try #require(try h.cache.key(for: request).partition?.rawValue)
+        let partition = try #require(try h.cache.manage.key(for: request).partition?.rawValue)
         let json = String(decoding: try JSONEncoder().encode(explanation), as: UTF8.self)
         for text in [explanation.description, json] {
             #expect(!text.contains("very-secret-token") && !text.contains(partition))
         }
         #expect(explanation.description.contains("[credentials: a partition of their own]"))
-        #expect(h.cache.explain(URLRequest(url: h.origin.url("/me"))).entry == nil, "without the credential: another key")
+        #expect(h.cache.manage.explain(URLRequest(url: h.origin.url("/me"))).entry == nil, "without the credential: another key")
     }
 
     @Test("the JSON form has every part, with stable field names")
     func json() throws {
         let cache = HTTPCache()
-        let explanation = cache.explain(URLRequest(url: URL(string: "http://example.test/a")!))
+        let explanation = cache.manage.explain(URLRequest(url: URL(string: "http://example.test/a")!))
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let object = try #require(try JSONSerialization.jsonObject(with: encoder.encode(explanation)) as? [String: Any])
@@ -162,15 +162,15 @@ struct ExplainTests {
         let entry = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: ["Set-Cookie": "a=b"],
                                body: Data(repeating: 1, count: 500), storedAt: Date())
         let cookies = HTTPCache(store: OneEntryStore(entry, maxEntrySize: 1 << 20))
-        let explained = try #require(cookies.explain(URLRequest(url: url)).entry)
+        let explained = try #require(cookies.manage.explain(URLRequest(url: url)).entry)
         #expect(!explained.storable && explained.storage == NotStoredReason.setsCookie.description)
         let allowed = HTTPCache(configuration: CacheConfiguration(storesResponsesSettingCookies: true),
                                 store: OneEntryStore(entry, maxEntrySize: 100))
-        let tooLarge = try #require(allowed.explain(URLRequest(url: url)).entry)
+        let tooLarge = try #require(allowed.manage.explain(URLRequest(url: url)).entry)
         #expect(!tooLarge.storable && tooLarge.storage.contains("larger than the store's entry limit (100 bytes)"))
         let roomy = HTTPCache(configuration: CacheConfiguration(storesResponsesSettingCookies: true),
                               store: OneEntryStore(entry, maxEntrySize: 1 << 20))
-        let stored = try #require(roomy.explain(URLRequest(url: url)).entry)
+        let stored = try #require(roomy.manage.explain(URLRequest(url: url)).entry)
         #expect(stored.storable && stored.storage.contains("storesResponsesSettingCookies is true"))
         #expect(stored.storage.contains("status 200 is in storableStatusCodes"))
     }
@@ -189,14 +189,14 @@ struct ExplainTests {
             }
         }
         let request = URLRequest(url: h.origin.url("/n"))
-        #expect(h.cache.explain(request).lastNotStored == nil)
+        #expect(h.cache.manage.explain(request).lastNotStored == nil)
         _ = try await h.get("/n")
-        let explanation = h.cache.explain(request)
+        let explanation = h.cache.manage.explain(request)
         #expect(explanation.entry == nil)
         #expect(explanation.lastNotStored?.reason == reason.description)
         #expect(explanation.description.contains("last response not stored"))
         _ = try await h.get("/n")
-        #expect(h.cache.explain(request).lastNotStored == nil && h.cache.explain(request).entry != nil)
+        #expect(h.cache.manage.explain(request).lastNotStored == nil && h.cache.manage.explain(request).entry != nil)
     }
 
     @Test("CacheInstallation.explain keys with the session's own headers")
@@ -212,7 +212,7 @@ struct ExplainTests {
         let request = URLRequest(url: origin.url("/me"))
         let explained = installation.explain(request)
         #expect(explained.key.credentialPartition && explained.entry != nil && explained.outcome.cacheStatus == "fresh")
-        #expect(cache.explain(request).entry == nil, "the cache alone does not see the session's header")
+        #expect(cache.manage.explain(request).entry == nil, "the cache alone does not see the session's header")
     }
 
     @Test("an unsafe method explains what it would invalidate; a vary-miss says so; only-if-cached fails")
@@ -223,15 +223,15 @@ struct ExplainTests {
         var delete = URLRequest(url: h.origin.url("/v"))
         delete.httpMethod = "DELETE"
         delete.setValue("en", forHTTPHeaderField: "Accept-Language")
-        let unsafe = h.cache.explain(delete)
+        let unsafe = h.cache.manage.explain(delete)
         #expect(unsafe.outcome.forwardReason == "method" && unsafe.key.method == "GET")
         #expect(unsafe.reasons.contains { $0.contains("a non-error answer removes it, every variant included") })
         var other = URLRequest(url: h.origin.url("/v"))
         other.setValue("fr", forHTTPHeaderField: "Accept-Language")
-        let vary = h.cache.explain(other)
+        let vary = h.cache.manage.explain(other)
         #expect(vary.entry == nil && vary.otherVariantsStored && vary.outcome.forwardReason == "vary-miss")
         other.setValue("only-if-cached", forHTTPHeaderField: "Cache-Control")
-        let offline = h.cache.explain(other)
+        let offline = h.cache.manage.explain(other)
         #expect(offline.outcome.action == "fail" && offline.outcome.network == "none")
         #expect(h.origin.requestCount("/v") == 1)
     }

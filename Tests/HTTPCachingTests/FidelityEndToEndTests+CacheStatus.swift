@@ -18,7 +18,7 @@ extension FidelityEndToEndTests {
         h.origin.route("/error") { _, _ in .init(status: 500, text: "error") }
         let miss = try await h.get("/s")
         #expect(miss.cacheStatusField == "HTTPCaching; fwd=uri-miss; fwd-status=200; ttl=60; stored")
-        #expect(miss.header(HTTPCachingHeaders.status) == "miss", "beside X-HTTP-Caching")
+        #expect(miss.header(HTTPCachingHeaders.statusField) == "miss", "beside X-HTTP-Caching")
         #expect(try await h.get("/s").cacheStatusField == "HTTPCaching; hit; ttl=60")
         h.clock.advance(by: 10)
         let hit = try await h.get("/s")
@@ -93,7 +93,7 @@ extension FidelityEndToEndTests {
         let first = StartedFetch(h.session, request)
         #expect(await gate.reached())
         let second = StartedFetch(h.session, request)
-        let key = try h.cache.key(for: request)
+        let key = try h.cache.manage.key(for: request)
         #expect(await eventually { h.cache.engine.flights.followers(of: key) == 1 }, "the second request waits in the first one's flight")
         gate.open()
         let leader = try await first.value, follower = try await second.value

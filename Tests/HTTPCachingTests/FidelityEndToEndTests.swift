@@ -59,7 +59,7 @@ struct FidelityEndToEndTests {
         #expect(stale.text == "origin bytes=0-1", "a stale entry does not answer a range")
         #expect(stale.cacheStatusField == "HTTPCaching; fwd=stale; fwd-status=206")
         #expect(h.origin.requestCount("/r") == 4)
-        #expect(h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/r")))?.body == Data("0123456789A".utf8),
+        #expect(h.cache.manage.cachedEntry(for: URLRequest(url: h.origin.url("/r")))?.body == Data("0123456789A".utf8),
                 "the complete entry is kept: a range answer never replaces it")
     }
 

@@ -68,14 +68,14 @@ extension FidelityRuleTests {
         for language in languages {
             let response = HTTPURLResponse(url: Self.url, statusCode: 200, httpVersion: "HTTP/1.1",
                                            headerFields: ["Vary": "Accept-Language", "Content-Language": language])!
-            try cache.storeResponse(response, data: Data(language.utf8), for: request(language))
+            try cache.manage.storeResponse(response, data: Data(language.utf8), for: request(language))
             clock.advance(by: 1)
         }
         let kept = min(count, Vary.maxVariantsPerURL)
         #expect(Vary.maxVariantsPerURL == 8)
         #expect(cache.entryCount == kept + 1, "the variants kept, plus the entry under the URL")
         for (index, language) in languages.enumerated() {
-            let entry = cache.cachedEntry(for: request(language))
+            let entry = cache.manage.cachedEntry(for: request(language))
             if index < count - kept {
                 #expect(entry == nil, "\(language) was stored longest ago: removed")
             } else {
@@ -84,7 +84,7 @@ extension FidelityRuleTests {
             }
         }
         #expect(recorder.count(.evicted) == count - kept)
-        let primary = try #require(try cache.store.entry(for: cache.key(for: request("x"))))
+        let primary = try #require(try cache.store.entry(for: cache.manage.key(for: request("x"))))
         #expect(Vary.variantList(of: primary).count == kept)
     }
 }

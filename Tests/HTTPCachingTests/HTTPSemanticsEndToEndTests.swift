@@ -50,7 +50,7 @@ struct HTTPSemanticsEndToEndTests {
             #expect(conditional.header("If-Modified-Since") == validator)
         } else {
             #expect(conditional.header("If-None-Match") == validator)
-            #expect(h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/r")))?.header("X-Revalidated-At") == "2", "headers merged")
+            #expect(h.cache.manage.cachedEntry(for: URLRequest(url: h.origin.url("/r")))?.header("X-Revalidated-At") == "2", "headers merged")
         }
         #expect(try await h.get("/r").status == .fresh, "the age started again")
         #expect(h.recorder.count(.served(.revalidated)) == 1)

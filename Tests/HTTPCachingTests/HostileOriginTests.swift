@@ -83,7 +83,7 @@ struct HostileOriginTests {
 
         let miss = try await fetch(h.session, Self.request(h.origin))
         #expect(miss.status == .miss && miss.text == "body")
-        #expect(h.cache.hasEntry(for: Self.request(h.origin)), "stored, hostile fields and all")
+        #expect(h.cache.manage.hasEntry(for: Self.request(h.origin)), "stored, hostile fields and all")
 
         // The hit: fresh when the Age is ignored; when it saturates, stale (max-stale accepts
         // any staleness), refreshed in the background by a 304 that carries the same fields.
@@ -160,7 +160,7 @@ struct HostileOriginTests {
         #expect(aliceConfiguration.httpCookieStorage?.cookies(for: url)?.contains { $0.name == "sid" } == true,
                 "the cookie still reaches the session that asked, through its own cookie storage")
 
-        let entry = try #require(cache.cachedEntry(for: URLRequest(url: url)))
+        let entry = try #require(cache.manage.cachedEntry(for: URLRequest(url: url)))
         #expect(entry.header("Set-Cookie") == nil, "storing refuses Set-Cookie, so merging does too")
         #expect(entry.header("X-Updated") == "2", "the other fields are merged")
 
@@ -181,7 +181,7 @@ struct HostileOriginTests {
         _ = try await h.get("/c")
         h.clock.advance(by: 3 * 86_400)
         #expect(try await h.get("/c").status == .revalidated)
-        #expect(h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/c")))?.header("Set-Cookie") == "sid=1")
+        #expect(h.cache.manage.cachedEntry(for: URLRequest(url: h.origin.url("/c")))?.header("Set-Cookie") == "sid=1")
     }
 
     @Test("RFC 9111 section 4.3.4: a 304 with another strong ETag updates nothing; the cache asks once more, unconditionally, and stores that")
@@ -200,7 +200,7 @@ struct HostileOriginTests {
         let requests = h.origin.requests(for: "/e")
         #expect(requests.count == 3)
         #expect(requests.map { $0.header("If-None-Match") } == [nil, "\"a\"", nil], "conditional, then unconditional")
-        let entry = try #require(h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/e"))))
+        let entry = try #require(h.cache.manage.cachedEntry(for: URLRequest(url: h.origin.url("/e"))))
         #expect(String(decoding: entry.body, as: UTF8.self) == "new" && entry.header("ETag") == "\"b\"")
     }
 
@@ -220,7 +220,7 @@ struct HostileOriginTests {
             await #expect(throws: URLError.self) { try await h.get("/e") }
         }
         #expect(h.origin.requestCount("/e") == 3)
-        let entry = try #require(h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/e"))), "never removed, never updated")
+        let entry = try #require(h.cache.manage.cachedEntry(for: URLRequest(url: h.origin.url("/e"))), "never removed, never updated")
         #expect(entry.header("ETag") == "\"a\"" && String(decoding: entry.body, as: UTF8.self) == "old")
     }
 
@@ -236,7 +236,7 @@ struct HostileOriginTests {
         let answer = try await h.get("/u")
         #expect(answer.status == .fallback && answer.text == "kept" && answer.response.statusCode == 200)
         #expect(answer.response.value(forHTTPHeaderField: "Cache-Status")?.contains("fwd-status=\(status)") == true)
-        #expect(h.cache.hasEntry(for: URLRequest(url: h.origin.url("/u"))), "a bad answer never removes an entry")
+        #expect(h.cache.manage.hasEntry(for: URLRequest(url: h.origin.url("/u"))), "a bad answer never removes an entry")
         #expect(h.recorder.count(.served(.fallback)) == 1)
     }
 
@@ -251,7 +251,7 @@ struct HostileOriginTests {
         // no-cache: to the origin first, without a validator to make it conditional.
         let error = await #expect(throws: URLError.self) { try await h.get("/u", headers: ["Cache-Control": "no-cache"]) }
         #expect(error?.code == .badServerResponse)
-        #expect(h.cache.hasEntry(for: URLRequest(url: h.origin.url("/u"))), "a bad answer never removes an entry")
+        #expect(h.cache.manage.hasEntry(for: URLRequest(url: h.origin.url("/u"))), "a bad answer never removes an entry")
         // With nothing stored at all: an error too, not the raw 304 or 206.
         h.origin.route("/none", response: .init(status: status, headers: [("Content-Range", "bytes 0-1/10")], text: status == 206 ? "ab" : ""))
         await #expect(throws: URLError.self) { try await h.get("/none") }
@@ -283,7 +283,7 @@ struct HostileOriginTests {
         #expect(range.response.statusCode == 206 && range.text == "ab" && range.status == .bypass)
         let conditional = try await h.get("/p", headers: ["If-None-Match": "\"p\""])
         #expect(conditional.response.statusCode == 304 && conditional.status == .bypass)
-        #expect(!h.cache.hasEntry(for: URLRequest(url: h.origin.url("/p"))), "neither is stored")
+        #expect(!h.cache.manage.hasEntry(for: URLRequest(url: h.origin.url("/p"))), "neither is stored")
     }
 
     @Test("two responses stored at the same clock reading: a hit serves the newer one's headers with its body", arguments: StoreKind.allCases)

@@ -25,7 +25,7 @@ struct KeysAndSharingTests {
         let request = URLRequest(url: origin.url("/me"))
         #expect(installation.hasEntry(for: request), "the installation sees the session's Authorization")
         #expect(try installation.key(for: request).partition != nil)
-        #expect(!cache.hasEntry(for: request), "the cache alone has no session headers: another partition")
+        #expect(!cache.manage.hasEntry(for: request), "the cache alone has no session headers: another partition")
         try installation.removeEntry(for: request)
         #expect(cache.entryCount == 0, "removeEntry removes what the session stored")
         #expect(try await fetch(session, origin.url("/me")).status == .miss)
@@ -35,9 +35,9 @@ struct KeysAndSharingTests {
     func keyedPartitions() throws {
         var request = URLRequest(url: URL(string: "http://example.test/a")!)
         request.setValue("Basic YWxpY2U6cGFzc3dvcmQ=", forHTTPHeaderField: "Authorization")
-        let first = try HTTPCache(store: MemoryResponseStore()).key(for: request)
-        let second = try HTTPCache(store: MemoryResponseStore()).key(for: request)
-        let again = try HTTPCache(store: MemoryResponseStore()).key(for: request)
+        let first = try HTTPCache(store: MemoryResponseStore()).manage.key(for: request)
+        let second = try HTTPCache(store: MemoryResponseStore()).manage.key(for: request)
+        let again = try HTTPCache(store: MemoryResponseStore()).manage.key(for: request)
         #expect(first.partition != nil && first.partition != second.partition && second.partition != again.partition)
         let unkeyed = SHA256.hex(SHA256.hash(Array("authorization\u{0}Basic YWxpY2U6cGFzc3dvcmQ=\u{0}".utf8)))
         #expect(first.partition?.rawValue.count == 32 && !unkeyed.hasPrefix(first.partition!.rawValue))
@@ -53,7 +53,7 @@ struct KeysAndSharingTests {
         let first: CacheKey
         do {
             let store = try DiskResponseStore(directory: directory.url)
-            first = try HTTPCache(store: store).key(for: request)
+            first = try HTTPCache(store: store).manage.key(for: request)
             store.close()
         }
         var info = stat()
@@ -61,7 +61,7 @@ struct KeysAndSharingTests {
         #expect(info.st_mode & 0o777 == 0o600)
         let store = try DiskResponseStore(directory: directory.url)
         defer { store.close() }
-        #expect(try HTTPCache(store: store).key(for: request) == first)
+        #expect(try HTTPCache(store: store).manage.key(for: request) == first)
     }
 
     @Test("a store whose reads block does not delay a hit on another session sharing the process: no store I/O on Foundation's queue")
@@ -123,7 +123,7 @@ struct CollapsingTests {
         var response = LoopbackOrigin.Response(text: "shared")
         response.headGate = gate
         h.origin.route("/hot", response: response)
-        let key = try h.cache.key(for: URLRequest(url: h.origin.url("/hot")))
+        let key = try h.cache.manage.key(for: URLRequest(url: h.origin.url("/hot")))
         // Started from this task, not child tasks: they go out even when the test pool is busy.
         let fetches = (0..<64).map { _ in StartedFetch(h.session, URLRequest(url: h.origin.url("/hot"))) }
         // The origin holds the leader's answer until the 63 others wait on it.
@@ -148,7 +148,7 @@ struct CollapsingTests {
             if hit == 1 { response.headGate = gate }
             return response
         }
-        let key = try h.cache.key(for: URLRequest(url: h.origin.url("/private")))
+        let key = try h.cache.manage.key(for: URLRequest(url: h.origin.url("/private")))
         let request = URLRequest(url: h.origin.url("/private"))
         let first = StartedFetch(h.session, request)
         #expect(await gate.reached(count: 1, timeout: 30))
@@ -167,7 +167,7 @@ struct CollapsingTests {
         var response = LoopbackOrigin.Response(text: "lead")
         response.headGate = gate
         h.origin.route("/slow", response: response)
-        let key = try h.cache.key(for: URLRequest(url: h.origin.url("/slow")))
+        let key = try h.cache.manage.key(for: URLRequest(url: h.origin.url("/slow")))
         let leader = StartedFetch(h.session, URLRequest(url: h.origin.url("/slow")))
         #expect(await gate.reached(count: 1, timeout: 30))
         let follower = h.session.dataTask(with: h.origin.url("/slow"))

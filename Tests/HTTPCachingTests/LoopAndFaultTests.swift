@@ -54,7 +54,7 @@ struct LoopTests {
         defer { origin.stop() }
         origin.routeVersioned("/loop")
         _ = URLSession(configuration: .ephemeral) // sessions exist: the built-in classes are registered
-        let registeredClass: AnyClass = CachingURLProtocol.protocolClass(for: HTTPCache())
+        let registeredClass: AnyClass = CachingURLProtocol.installation(for: HTTPCache()).protocolClass
         #expect(URLProtocol.registerClass(registeredClass))
         defer { URLProtocol.unregisterClass(registeredClass) }
         let plain = URLSession(configuration: .ephemeral)
@@ -69,7 +69,7 @@ struct LoopTests {
         h.origin.routeVersioned("/loop")
         #expect(URLProtocol.registerClass(CachingURLProtocol.self))
         defer { URLProtocol.unregisterClass(CachingURLProtocol.self) }
-        let registeredClass: AnyClass = CachingURLProtocol.protocolClass(for: h.cache)
+        let registeredClass: AnyClass = CachingURLProtocol.installation(for: h.cache).protocolClass
         #expect(URLProtocol.registerClass(registeredClass))
         defer { URLProtocol.unregisterClass(registeredClass) }
         let results = try await distinctMisses(h.session, h.origin)

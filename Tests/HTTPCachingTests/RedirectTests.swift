@@ -98,8 +98,8 @@ struct RedirectTests {
         let first = try #require(await perform(kind, URLRequest(url: h.origin.url("/a")), probe: probe, makeSession: session(h, caching: true)))
         #expect(probe.value.redirects.count == 1)
         #expect(first.text == "b 1 -" && first.response?.cacheStatus == .miss)
-        #expect(h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/a")))?.statusCode == 301)
-        #expect(h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/b")))?.statusCode == 200)
+        #expect(h.cache.manage.cachedEntry(for: URLRequest(url: h.origin.url("/a")))?.statusCode == 301)
+        #expect(h.cache.manage.cachedEntry(for: URLRequest(url: h.origin.url("/b")))?.statusCode == 200)
 
         let replaying = ProbeDelegate()
         let second = try #require(await perform(kind, URLRequest(url: h.origin.url("/a")), probe: replaying, makeSession: session(h, caching: true)))

@@ -69,7 +69,7 @@ struct StreamingTests {
         #expect(done.chunks.count == 5, "one didReceive(data) per chunk the origin sent")
         #expect(done.order.first == "response" && done.order.last == "complete")
 
-        let entry = h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/s")))
+        let entry = h.cache.manage.cachedEntry(for: URLRequest(url: h.origin.url("/s")))
         if scenario == .bypass {
             #expect(entry == nil)
             #expect(h.recorder.count(.notStored(.responseNoStore)) == 1)
@@ -109,7 +109,7 @@ struct StreamingTests {
         await writer.value
         #expect(data.count == expected.count)
         #expect(data == expected)
-        #expect(h.cache.cachedEntry(for: URLRequest(url: h.origin.url("/whole")))?.body == expected)
+        #expect(h.cache.manage.cachedEntry(for: URLRequest(url: h.origin.url("/whole")))?.body == expected)
         // And from the store: the same bytes, once.
         let hit = async ? try await h.session.data(for: URLRequest(url: h.origin.url("/whole"))).0 : try await h.get("/whole").data
         #expect(hit == expected)

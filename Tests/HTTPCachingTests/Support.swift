@@ -107,6 +107,12 @@ final class Harness: @unchecked Sendable {
     }
 }
 
+extension HTTPCache {
+    /// Management keyed as a session with no headers of its own keys requests: a fresh
+    /// installation's (one request's entry is managed through an installation).
+    var manage: CacheInstallation { URLSessionConfiguration.ephemeral.enableHTTPCaching(self) }
+}
+
 extension CacheWindows {
     /// Windows for tests, where the values are known to be valid.
     static func test(fresh: TimeInterval, usable: TimeInterval) -> CacheWindows {

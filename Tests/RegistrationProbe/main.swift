@@ -12,7 +12,7 @@ let origin = try LoopbackOrigin()
 origin.routeVersioned("/probe")
 let alsoInConfiguration = CommandLine.arguments.contains("--both")
 let cache = HTTPCache()
-_ = URLProtocol.registerClass(CachingURLProtocol.protocolClass(for: cache))
+_ = URLProtocol.registerClass(CachingURLProtocol.installation(for: cache).protocolClass)
 let session: URLSession
 if alsoInConfiguration {
     let configuration = URLSessionConfiguration.default

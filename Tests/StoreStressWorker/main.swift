@@ -85,7 +85,7 @@ struct Stress {
             case 850..<950:
                 try store.removeEntry(for: key)
             case 950..<955:
-                try store.removeAll()
+                try store.removeAll(progress: { _ in })
             case 955..<975:
                 if store.claimRefresh(of: key, lease: 5) { store.releaseRefresh(of: key) }
             default:

@@ -122,15 +122,15 @@ public struct ResponseCacher: Sendable {
     }
 }
 
-/// The header names the cache reads and writes.
+/// The names of the fields the cache reads and writes.
 public enum HTTPCachingHeaders {
-    /// Set on every response that passes through the cache: `fresh`, `stale`, `miss`,
-    /// `expired` or `bypass` (see `CacheStatus`).
-    public static let status = "X-HTTP-Caching"
+    /// The field every response that passes through the cache carries with its status word
+    /// (`fresh`, `stale`, `miss`, ...): read it with `HTTPURLResponse.cacheStatus`.
+    public static let statusField = "X-HTTP-Caching"
     /// The standard field (RFC 9211) every response that passes through the cache carries,
     /// with the cache's member last: `HTTPCaching; hit; ttl=42`, `HTTPCaching; fwd=uri-miss;
     /// fwd-status=200; stored`, ...
-    public static let cacheStatus = "Cache-Status"
+    public static let cacheStatusField = "Cache-Status"
     /// The private request field carrying per-request windows; removed before a request is
     /// forwarded. Set it through `URLRequest.cacheWindows`.
     static let windows = "X-HTTP-Caching-Windows"
@@ -170,7 +170,7 @@ extension HTTPURLResponse {
     /// How the cache answered this response, read from its `X-HTTP-Caching` header; nil if
     /// it did not pass through a cache.
     public var cacheStatus: CacheStatus? {
-        value(forHTTPHeaderField: HTTPCachingHeaders.status).flatMap(CacheStatus.init(rawValue:))
+        value(forHTTPHeaderField: HTTPCachingHeaders.statusField).flatMap(CacheStatus.init(rawValue:))
     }
 
     /// Whether the body came from the store rather than straight from the network

@@ -33,10 +33,10 @@ final class CacheEngine: Sendable {
         self.configuration = configuration
         self.store = store
         self.now = now
-        storeIsInMemory = store is MemoryResponseStore
+        storeIsInMemory = store.answersFromMemory
         ioQueues = (0..<8).map { DispatchQueue(label: "HTTPCaching.io.\($0)", qos: .userInitiated) }
         for queue in ioQueues { queue.setSpecific(key: ioQueueKey, value: true) }
-        if let memory = store as? MemoryResponseStore { secret.withLock { $0 = memory.partitionSecret() } }
+        if storeIsInMemory, let known = try? store.partitionSecret() { secret.withLock { $0 = known } }
     }
 
     /// How many background refreshes are running now.

@@ -184,24 +184,15 @@ extension CacheExplanation {
     }
 }
 
-extension HTTPCache {
-    /// Explains, without touching the network, what the cache would do with a request and
-    /// why (keyed without any session's own headers; see `CacheInstallation.explain(_:)`).
+extension CacheInstallation {
+    /// Explains, without touching the network, what these sessions' cache would do with a
+    /// request and why, keying it as the sessions do (their `httpAdditionalHeaders` included).
     ///
     /// Reads the store as a lookup would (which counts as a use for eviction), then weighs
     /// the entry as a request would: the key (a credential partition shown as present, never
     /// its value), the entry found or not, its age and lifetime with the field each comes
     /// from, the policy and windows in force, whether the stored response would still be
     /// stored and why, and what would happen.
-    public func explain(_ request: URLRequest) -> CacheExplanation {
-        CacheExplanation.make(request: request, keys: plainKeys, cache: engine)
-    }
-}
-
-extension CacheInstallation {
-    /// Explains, without touching the network, what these sessions' cache would do with a
-    /// request and why, keying it as the sessions do (their `httpAdditionalHeaders`
-    /// included). See `HTTPCache.explain(_:)`.
     public func explain(_ request: URLRequest) -> CacheExplanation {
         CacheExplanation.make(request: request, keys: binding.keys, cache: binding.engine)
     }

@@ -7,24 +7,24 @@ import FoundationNetworking
 /// A response cache: a configuration, a store and a clock, plus the events it reports.
 ///
 /// Install it on a session with `URLSessionConfiguration.enableHTTPCaching(_:)`. One cache
-/// may serve many sessions; each session may have its own cache. The management calls here
-/// key requests without any session's own headers; use the `CacheInstallation` that
-/// `enableHTTPCaching(_:)` returns to key them as a session does.
+/// may serve many sessions; each session may have its own cache. The calls here concern the
+/// whole cache (events, removal, listing); one request's entry is managed through the
+/// `CacheInstallation` that `enableHTTPCaching(_:)` returns, which keys requests as the
+/// session does.
 public final class HTTPCache: Sendable {
     /// The cache used when none is given: standard windows and a default memory store.
     public static let shared = HTTPCache()
 
     /// How the cache decides.
     public let configuration: CacheConfiguration
-    /// Where the entries live.
-    public let store: any ResponseStore
+    /// Where the entries live. Reached through the cache only: writing to it directly would
+    /// bypass the cache's variant index.
+    let store: any ResponseStore
     /// The cache's clock. The default is the system clock.
-    public let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
 
     /// The engine behind this facade: lookups, writes, flights, events.
     let engine: CacheEngine
-    /// Keys requests with no session's headers.
-    let plainKeys: KeyDerivation
 
     /// A cache with the given parts.
     /// - Parameters:
@@ -39,7 +39,6 @@ public final class HTTPCache: Sendable {
         self.store = store
         self.now = now
         engine = CacheEngine(configuration: configuration, store: store, now: now)
-        plainKeys = KeyDerivation(configuration: configuration, sessionHeaders: [:])
     }
 
     // MARK: - Events
@@ -60,51 +59,10 @@ public final class HTTPCache: Sendable {
         return stream
     }
 
-    // MARK: - Management
+    // MARK: - Management of the whole cache
 
-    /// The key a request is stored under (without any session's own headers): the method and
-    /// normalized URL after the configuration's `keyRewriter`, the namespace, and for a
-    /// request with credentials a keyed hash of them.
-    /// - Throws: what the store's `partitionSecret()` throws, for a credentialed request.
-    public func key(for request: URLRequest) throws -> CacheKey {
-        try plainKeys.key(for: request, headers: plainKeys.headers(request), secret: engine.partitionSecret)
-    }
-
-    /// Whether an entry is stored for a request (its `Vary` included), whatever its age.
-    public func hasEntry(for request: URLRequest) -> Bool {
-        cachedEntry(for: request) != nil
-    }
-
-    /// The entry stored for a request (its `Vary` included), whatever its age; nil if none.
-    public func cachedEntry(for request: URLRequest) -> CacheEntry? {
-        engine.cachedEntry(for: request, keys: plainKeys)
-    }
-
-    /// Stores a response for a request by hand, as if it had just come from the network,
-    /// whatever its status or headers say.
-    /// - Parameter windows: windows for this entry alone; nil uses those set with
-    ///   `setWindows(_:for:)`, else the cache's.
-    /// - Returns: whether the store kept it (false if it exceeds the store's limits).
-    /// - Throws: the store's error when it cannot write.
-    @discardableResult
-    public func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest,
-                              windows: CacheWindows? = nil) throws -> Bool {
-        try engine.storeResponse(response, data: data, for: request, windows: windows, keys: plainKeys)
-    }
-
-    /// Sets the windows for one request's entry: applied to the entry stored now, if any,
-    /// and to every response stored for it from now on (this process only; the 10,000 most
-    /// recent settings are kept). nil clears them.
-    /// - Throws: the store's error when it cannot read or write the entry.
-    public func setWindows(_ windows: CacheWindows?, for request: URLRequest) throws {
-        try engine.setWindows(windows, for: request, keys: plainKeys)
-    }
-
-    /// Removes the entry stored for a request, if any.
-    /// - Throws: the store's error when it cannot remove.
-    public func removeEntry(for request: URLRequest) throws {
-        try engine.removeEntry(for: request, keys: plainKeys)
-    }
+    // One request's entry is managed through the `CacheInstallation` of the sessions that
+    // use the cache, which keys requests as they do (their own headers included).
 
     /// Removes every entry.
     /// - Parameter progress: called as entries are removed (often, for a large disk store).

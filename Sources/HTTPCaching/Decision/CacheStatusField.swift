@@ -114,7 +114,7 @@ enum Answers {
     }
 
     private static func addStatusFields(_ headers: inout [String: String], _ disposition: Disposition, cacheName: String) {
-        headers[HTTPCachingHeaders.status] = disposition.status.rawValue
+        headers[HTTPCachingHeaders.statusField] = disposition.status.rawValue
         let existingName = headers.keys.first { $0.equalsIgnoringASCIICase(CacheStatusField.name) }
         let existing = existingName.flatMap { headers[$0] }
         if let existingName { headers[existingName] = nil }

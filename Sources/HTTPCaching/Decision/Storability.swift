@@ -134,7 +134,7 @@ enum Storability {
     /// Hop-by-hop fields (RFC 9111 section 3.1) and the cache's own status fields are never stored.
     static let unstoredHeaders: Set<String> = ["connection", "keep-alive", "proxy-connection", "te",
                                                "transfer-encoding", "upgrade", "proxy-authenticate",
-                                               "proxy-authorization", HTTPCachingHeaders.status.lowercased()]
+                                               "proxy-authorization", HTTPCachingHeaders.statusField.lowercased()]
 
     /// The header fields of a response as they are stored: without hop-by-hop fields, the
     /// fields `Connection` names, and the cache's status fields; without `Set-Cookie` unless

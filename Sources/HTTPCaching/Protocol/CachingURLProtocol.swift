@@ -9,8 +9,8 @@ import FoundationNetworking
 /// configuration its own class bound to its cache and settings. Putting
 /// `CachingURLProtocol.self` in `protocolClasses` by hand, or registering it with
 /// `URLProtocol.registerClass`, uses `HTTPCache.shared` and the `.default` configuration's
-/// settings for forwarded requests; `protocolClass(for:forwardingConfiguration:)` makes a
-/// class bound to a cache of your own.
+/// settings for forwarded requests (`defaultInstallation`);
+/// `installation(for:forwardingConfiguration:)` makes a class bound to a cache of your own.
 ///
 /// Every method is handled: GET and HEAD are answered from the cache when they can be; other
 /// methods go to the network through the cache, so their answers can invalidate what is
@@ -33,13 +33,23 @@ public class CachingURLProtocol: URLProtocol {
         case failed
     }
 
-    /// A protocol class bound to a cache, forwarding with a copy of `configuration`'s
-    /// settings, for `URLProtocol.registerClass` or a hand-built `protocolClasses`. Each call
-    /// makes a class that lives for the rest of the process: prefer `enableHTTPCaching(_:)`.
-    public static func protocolClass(for cache: HTTPCache,
-                                     forwardingConfiguration configuration: URLSessionConfiguration = .default) -> AnyClass {
-        BindingRegistry.makeClass(for: ProtocolBinding(cache: cache, forwarding: configuration), permanent: true)
+    /// An installation with a protocol class of its own bound to `cache`, forwarding with a
+    /// copy of `configuration`'s settings, for `URLProtocol.registerClass` or a hand-built
+    /// `protocolClasses` (its `protocolClass`). Each call makes a class that lives for the
+    /// rest of the process: prefer `enableHTTPCaching(_:)`.
+    /// - Parameter configuration: the settings forwarded requests go out with. The default is
+    ///   `.default`.
+    public static func installation(for cache: HTTPCache,
+                                    forwardingConfiguration configuration: URLSessionConfiguration = .default) -> CacheInstallation {
+        let binding = ProtocolBinding(cache: cache, forwarding: configuration)
+        return CacheInstallation(binding: binding, protocolClass: BindingRegistry.makeClass(for: binding, permanent: true))
     }
+
+    /// The installation `CachingURLProtocol.self` itself answers for when registered with
+    /// `URLProtocol.registerClass` or put in `protocolClasses` by hand: `HTTPCache.shared`,
+    /// forwarding with the `.default` configuration's settings.
+    public static let defaultInstallation = CacheInstallation(binding: BindingRegistry.defaultBinding,
+                                                              protocolClass: CachingURLProtocol.self)
 
     /// True for http and https requests this cache did not forward itself.
     override public class func canInit(with request: URLRequest) -> Bool {

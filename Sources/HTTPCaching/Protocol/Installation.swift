@@ -3,16 +3,20 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// What `URLSessionConfiguration.enableHTTPCaching(_:)` installed: the cache, and management
-/// calls that key requests exactly as the configuration's sessions do, with the session's own
-/// `httpAdditionalHeaders` (credentials among them) taken into account.
+/// What `URLSessionConfiguration.enableHTTPCaching(_:)` installed: the cache, and the
+/// management of one request's entry, keyed exactly as the configuration's sessions key
+/// requests, with their own `httpAdditionalHeaders` (credentials among them) taken into account.
 public final class CacheInstallation: Sendable {
     /// The cache the sessions answer from.
     public var cache: HTTPCache { binding.cache }
+    /// The protocol class that answers for these sessions (for `URLProtocol.registerClass`
+    /// when the installation came from `CachingURLProtocol.installation(for:forwardingConfiguration:)`).
+    public let protocolClass: AnyClass
     let binding: ProtocolBinding
 
-    init(binding: ProtocolBinding) {
+    init(binding: ProtocolBinding, protocolClass: AnyClass) {
         self.binding = binding
+        self.protocolClass = protocolClass
     }
 
     /// The key a request is stored under by these sessions.
@@ -31,13 +35,14 @@ public final class CacheInstallation: Sendable {
         binding.engine.cachedEntry(for: request, keys: binding.keys)
     }
 
-    /// Stores a response for a request by hand, as if it had just come from the network.
-    /// - Returns: whether the store kept it.
+    /// Stores a response for a request by hand, as if it had just come from the network,
+    /// whatever its status or headers say, with the windows set for the request
+    /// (`setWindows(_:for:)`), else the cache's.
+    /// - Returns: whether the store kept it (false if it exceeds the store's limits).
     /// - Throws: the store's error when it cannot write.
     @discardableResult
-    public func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest,
-                              windows: CacheWindows? = nil) throws -> Bool {
-        try binding.engine.storeResponse(response, data: data, for: request, windows: windows, keys: binding.keys)
+    public func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest) throws -> Bool {
+        try binding.engine.storeResponse(response, data: data, for: request, windows: nil, keys: binding.keys)
     }
 
     /// Sets the windows for one request's entry, now and for every response stored for it
@@ -76,6 +81,6 @@ extension URLSessionConfiguration {
         let protocolClass = BindingRegistry.makeClass(for: binding, permanent: false)
         protocolClasses = [protocolClass] + others
         urlCache = InstallationCarrier(binding: binding, protocolClass: protocolClass)
-        return CacheInstallation(binding: binding)
+        return CacheInstallation(binding: binding, protocolClass: protocolClass)
     }
 }

@@ -65,7 +65,7 @@ public final class DiskResponseStore: ResponseStore {
     /// Called on the store's background queue with the keys a background trim evicted, least
     /// recently used first. Each eviction is reported once: here, or, without a handler (or to
     /// a write that waited for the trim), in the `evicted` of a write's result. The default is nil.
-    public var evictionHandler: (@Sendable ([CacheKey]) -> Void)? {
+    var evictionHandler: (@Sendable ([CacheKey]) -> Void)? {
         get { handler.withLock { $0 } }
         set { handler.withLock { $0 = newValue } }
     }
@@ -312,7 +312,7 @@ public final class DiskResponseStore: ResponseStore {
 
     /// Counts a use of a key served from elsewhere (a tiered store's memory), without I/O:
     /// recorded in the index by the next maintenance pass.
-    func noteUse(of key: CacheKey) {
+    public func noteUse(of key: CacheKey) {
         let schedule = state.withLock { state -> Bool in
             state.pendingKeyUses.append(key)
             return state.pendingKeyUses.count >= Self.accessBatch && state.maintenance == .idle

@@ -66,6 +66,9 @@ public final class MemoryResponseStore: ResponseStore {
         }
     }
 
+    /// True: this store is memory.
+    public var answersFromMemory: Bool { true }
+
     /// The same as `write(_:)`: this store is memory.
     public func writeInMemory(_ entry: CacheEntry) -> StoreWriteResult? {
         write(entry)

@@ -10,6 +10,11 @@ import Synchronization
 /// by throwing `ResponseStoreError.corruptEntry`. Any other error thrown is reported as a
 /// `storeFailed` event, and the request goes on to the network.
 ///
+/// A store of your own implements five requirements: `entry(for:)`, `write(_:)`,
+/// `removeEntry(for:)`, `removeEntries(where:progress:)` and `entryInfos()`. The others are
+/// capabilities with defaults a store overrides when it can do better (answer from memory,
+/// stream a body to disk, count without listing, share claims and a secret across processes).
+///
 /// `HTTPCachingTestKit.StoreConformance` checks the behaviour every store must show.
 public protocol ResponseStore: Sendable {
     /// The entry stored under a key, or nil. Counts as a use for least-recently-used eviction.
@@ -45,7 +50,8 @@ public protocol ResponseStore: Sendable {
     /// - Throws: the store's own error when it cannot remove.
     func removeEntry(for key: CacheKey) throws
 
-    /// Removes every entry, reporting progress for large stores.
+    /// Removes every entry, reporting progress for large stores. The default removes every
+    /// entry `removeEntries(where:progress:)` lists.
     /// - Throws: the store's own error when it cannot remove.
     func removeAll(progress: (RemovalProgress) -> Void) throws
 
@@ -57,11 +63,20 @@ public protocol ResponseStore: Sendable {
     /// - Throws: the store's own error when it cannot list.
     func entryInfos() throws -> [StoredEntryInfo]
 
-    /// The bytes the stored entries account for (see `CacheEntry.byteCount`).
+    /// The bytes the stored entries account for (see `CacheEntry.byteCount`). The default adds
+    /// up `entryInfos()` (a listing: override it with a count you keep).
     var totalBytes: Int { get }
 
-    /// How many entries are stored.
+    /// How many entries are stored. The default counts `entryInfos()`.
     var entryCount: Int { get }
+
+    /// Whether the store keeps its entries in this process's memory, so its reads and writes
+    /// never block and may run anywhere. The default is false.
+    var answersFromMemory: Bool { get }
+
+    /// A use of an entry that a faster store in front of this one answered (a tiered store's
+    /// memory), for least-recently-used order. The default does nothing.
+    func noteUse(of key: CacheKey)
 
     /// The largest entry (`CacheEntry.byteCount`) the store keeps; the cache stops holding a
     /// response's body as soon as it grows past this. The default is `Int.max`.
@@ -128,6 +143,24 @@ extension ResponseStore {
     /// Answers `.needsIO`: only a read can tell.
     public func immediateEntry(for key: CacheKey) -> ImmediateLookup { .needsIO }
 
+    /// Removes every entry listed.
+    /// - Throws: the store's own error when it cannot list or remove.
+    public func removeAll(progress: (RemovalProgress) -> Void) throws {
+        try removeEntries(where: { _ in true }, progress: progress)
+    }
+
+    /// The sum of `entryInfos()`'s byte counts; 0 when the store cannot list.
+    public var totalBytes: Int { ((try? entryInfos()) ?? []).reduce(0) { $0 + $1.byteCount } }
+
+    /// The number of `entryInfos()`; 0 when the store cannot list.
+    public var entryCount: Int { (try? entryInfos())?.count ?? 0 }
+
+    /// False.
+    public var answersFromMemory: Bool { false }
+
+    /// Does nothing.
+    public func noteUse(of key: CacheKey) {}
+
     /// A writer that keeps the parts in memory and calls `write(_:)` for each entry on commit.
     /// - Throws: never.
     public func makeWriter(for key: CacheKey) throws -> any ResponseStoreWriter {
@@ -153,25 +186,25 @@ extension ResponseStore {
 
     /// Removes every entry.
     /// - Throws: the store's own error when it cannot remove.
-    public func removeAll() throws {
+    func removeAll() throws {
         try removeAll(progress: { _ in })
     }
 
     /// Removes every entry stored at or after `date`.
     /// - Throws: the store's own error when it cannot list or remove.
-    public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
+    func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
         try removeEntries(where: { $0.storedAt >= date }, progress: progress)
     }
 
     /// Removes every entry stored before `date`.
     /// - Throws: the store's own error when it cannot list or remove.
-    public func removeEntries(storedBefore date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
+    func removeEntries(storedBefore date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
         try removeEntries(where: { $0.storedAt < date }, progress: progress)
     }
 
     /// Removes every entry that can no longer be of use at `now` (past its `usefulUntil`).
     /// - Throws: the store's own error when it cannot list or remove.
-    public func removeUnusableEntries(at now: Date = Date(), progress: (RemovalProgress) -> Void = { _ in }) throws {
+    func removeUnusableEntries(at now: Date = Date(), progress: (RemovalProgress) -> Void = { _ in }) throws {
         try removeEntries(where: { $0.usefulUntil.map { $0 <= now } ?? false }, progress: progress)
     }
 }

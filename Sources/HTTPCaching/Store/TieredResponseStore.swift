@@ -16,16 +16,13 @@ public final class TieredResponseStore: ResponseStore {
     public let back: any ResponseStore
 
     private let shared = Shared()
-    /// The back store as a disk store, told of memory hits so its order of use stays right.
-    private let disk: DiskResponseStore?
 
     /// A tiered store. The default front is a `MemoryResponseStore` of 32 MiB and 1,000 entries.
     public init(memory: MemoryResponseStore? = nil, back: any ResponseStore) {
         let memory = memory ?? (try! MemoryResponseStore(byteLimit: 32 << 20, countLimit: 1000))
         self.memory = memory
         self.back = back
-        disk = back as? DiskResponseStore
-        if let disk {
+        if let disk = back as? BackgroundEvicting {
             let shared = self.shared, previous = disk.evictionHandler
             disk.evictionHandler = { keys in
                 shared.forget(keys, in: memory)
@@ -38,7 +35,7 @@ public final class TieredResponseStore: ResponseStore {
     /// Called with the keys the back store evicted in the background (a `DiskResponseStore`'s
     /// `evictionHandler`), after they left memory; without a handler they are reported in the
     /// `evicted` of the next write's result. The default is nil.
-    public var evictionHandler: (@Sendable ([CacheKey]) -> Void)? {
+    var evictionHandler: (@Sendable ([CacheKey]) -> Void)? {
         get { shared.handler.withLock { $0 } }
         set { shared.handler.withLock { $0 = newValue } }
     }
@@ -48,7 +45,7 @@ public final class TieredResponseStore: ResponseStore {
     /// - Throws: what the back store throws.
     public func entry(for key: CacheKey) throws -> CacheEntry? {
         if let entry = memory.entry(for: key) {
-            disk?.noteUse(of: key)
+            back.noteUse(of: key)
             return entry
         }
         let stripe = Shared.stripe(of: key)
@@ -265,3 +262,12 @@ public final class TieredResponseStore: ResponseStore {
         }
     }
 }
+
+/// A store that evicts entries in the background, outside any write (the disk store's
+/// maintenance), and says which: a tiered store drops them from memory.
+protocol BackgroundEvicting: AnyObject {
+    /// Called with the keys evicted in the background.
+    var evictionHandler: (@Sendable ([CacheKey]) -> Void)? { get set }
+}
+
+extension DiskResponseStore: BackgroundEvicting {}

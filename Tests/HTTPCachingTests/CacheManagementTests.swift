@@ -7,6 +7,19 @@ import Testing
 
 @Suite("Cache management and persistent caching end to end")
 struct CacheManagementTests {
+    @Test("removing a request's entry removes every variant of its URL and the variant index, whatever the request's own values")
+    func removingVariants() async throws {
+        let h = try Harness()
+        h.origin.route("/v") { request, _ in .init(headers: [("Vary", "Accept-Language")], text: request.header("Accept-Language") ?? "-") }
+        for language in ["en", "fr", "de"] { _ = try await h.get("/v", headers: ["Accept-Language": language]) }
+        #expect(h.cache.entryCount == 5, "three variants, the entry under the URL, the index")
+        var request = URLRequest(url: h.origin.url("/v"))
+        request.setValue("it", forHTTPHeaderField: "Accept-Language")
+        try h.cache.manage.removeEntry(for: request)
+        #expect(h.cache.entryCount == 0)
+        #expect(try await h.get("/v", headers: ["Accept-Language": "en"]).status == .miss)
+    }
+
     @Test("look up, store by hand, remove one, remove since a date, remove all, size and count")
     func management() async throws {
         let h = try Harness()

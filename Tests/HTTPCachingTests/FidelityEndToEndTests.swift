@@ -98,7 +98,7 @@ struct FidelityEndToEndTests {
             #expect(try await h.get("/b", headers: ["Accept-Language": "l\(n)"]).status == .miss)
             h.clock.advance(by: 1)
         }
-        #expect(h.cache.entryCount == 9, "8 variants and the entry under the URL")
+        #expect(h.cache.entryCount == 10, "8 variants, the entry under the URL and the variant index")
         #expect(h.recorder.count(.evicted) == 2)
         for n in 2..<10 { #expect(try await h.get("/b", headers: ["Accept-Language": "l\(n)"]).status == .fresh) }
         let dropped = try await h.get("/b", headers: ["Accept-Language": "l0"])

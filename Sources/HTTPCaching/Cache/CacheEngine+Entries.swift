@@ -87,8 +87,7 @@ extension CacheEngine {
     }
 
     func write(_ entry: CacheEntry, reporting: Bool, inMemoryOnly: Bool = false) throws -> Bool {
-        var entry = entry
-        let dropped = listVariants(of: &entry)
+        let listing = self.listing(entry)
         let result: StoreWriteResult
         do {
             if inMemoryOnly {
@@ -105,73 +104,27 @@ extension CacheEngine {
             if reporting { throw error }
             return false
         }
-        report(result, for: [entry], dropping: dropped, bytes: entry.byteCount)
+        report(result, for: [entry], listing: listing, bytes: entry.byteCount)
         return result.stored
     }
 
-    /// Reports what a write did: evictions, then `stored` for each entry (and the variants
-    /// that fell off its URL's list removed), or `notStored(.tooLarge)`.
-    func report(_ result: StoreWriteResult, for entries: [CacheEntry], dropping dropped: [CacheKey], bytes: Int) {
+    /// Reports what a write did: evictions, then `stored` for each entry (and the variant
+    /// index updated), or `notStored(.tooLarge)`.
+    func report(_ result: StoreWriteResult, for entries: [CacheEntry], listing: (index: CacheEntry, dropped: [CacheKey])?,
+                bytes: Int) {
         for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
         guard result.stored else {
             for entry in entries { emit(.notStored(.tooLarge(bytes: bytes, limit: store.maxEntrySize)), entry.key, entry.url) }
             return
         }
         for entry in entries { emit(.stored, entry.key, entry.url) }
-        for variant in dropped {
-            remove(variant, url: entries.last?.url)
-            emit(.evicted, variant, entries.last?.url)
-        }
+        if let listing { commitListing(listing) }
     }
 
-    /// Before an entry is written: under its URL, lists its variant (see `listVariants(in:)`);
-    /// as a variant, lists none (only the entry under the URL lists them).
-    func listVariants(of entry: inout CacheEntry) -> [CacheKey] {
-        if entry.key.variant == nil { return listVariants(in: &entry) }
-        entry.varyValues[Vary.variantListName] = nil
-        return []
-    }
-
-    /// Before an entry is written under its URL: lists its variant after those already
-    /// listed, and returns the keys of the variants that fall off the list (stored longest
-    /// ago), to remove once the write succeeds.
-    private func listVariants(in entry: inout CacheEntry) -> [CacheKey] {
-        let names = Vary.names(entry.header("Vary")).filter { $0 != "*" }
-        guard !names.isEmpty else {
-            entry.varyValues[Vary.variantListName] = nil
-            return []
-        }
-        let name = Vary.variantName(names: names, values: entry.varyValues)
-        var list = read(entry.key).map(Vary.variantList(of:)) ?? []
-        list.removeAll { $0 == name }
-        list.append(name)
-        var dropped: [CacheKey] = []
-        while list.count > Vary.maxVariantsPerURL {
-            var key = entry.key
-            key.variant = list.removeFirst()
-            dropped.append(key)
-        }
-        entry.varyValues[Vary.variantListName] = list.joined(separator: ",")
-        return dropped
-    }
-
-    /// Invalidates what is stored for a URL (RFC 9111 section 4.4): the entry under its key
-    /// and every variant it lists, plus the variant `headers` select, then reports
-    /// `invalidated`.
+    /// Invalidates what is stored for a URL (RFC 9111 section 4.4): the entry under its key,
+    /// every variant the index lists and the one `headers` select, then reports `invalidated`.
     func invalidate(_ key: CacheKey, headers: RequestHeaders, url: URL?) {
-        var keys: [CacheKey] = []
-        if let primary = read(key.primary) {
-            var names = Set(Vary.variantList(of: primary))
-            let vary = Vary.names(primary.header("Vary")).filter { $0 != "*" }
-            if !vary.isEmpty { names.insert(Vary.variantName(names: vary, headers: headers)) }
-            for name in names.sorted() {
-                var variant = key.primary
-                variant.variant = name
-                keys.append(variant)
-            }
-        }
-        keys.append(key.primary)
-        for key in keys { remove(key, url: url) }
+        for stored in storedKeys(for: key, headers: headers) { remove(stored, url: url) }
         emit(.invalidated, key.primary, url)
     }
 }

@@ -9,9 +9,7 @@ extension CacheEngine {
     func cachedEntry(for request: URLRequest, keys: KeyDerivation) -> CacheEntry? {
         let headers = keys.headers(request)
         guard let key = try? keys.key(for: request, headers: headers, secret: partitionSecret) else { return nil }
-        guard var entry = lookup(key, headers: headers).entry else { return nil }
-        entry.varyValues[Vary.variantListName] = nil // the cache's own bookkeeping
-        return entry
+        return lookup(key, headers: headers).entry
     }
 
     func storeResponse(_ response: HTTPURLResponse, data: Data, for request: URLRequest, windows: CacheWindows?,
@@ -46,13 +44,10 @@ extension CacheEngine {
         }
     }
 
+    /// Removes what is stored for the request's URL: its entry and every variant.
     func removeEntry(for request: URLRequest, keys: KeyDerivation) throws {
         let headers = keys.headers(request)
         let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
-        if let primary = try? store.entry(for: key) {
-            let names = Vary.names(primary.header("Vary")).filter { $0 != "*" }
-            if !names.isEmpty { try store.removeEntry(for: keys.variantKey(of: key, varyNames: names, headers: headers)) }
-        }
-        try store.removeEntry(for: key)
+        for stored in storedKeys(for: key, headers: headers) { try store.removeEntry(for: stored) }
     }
 }

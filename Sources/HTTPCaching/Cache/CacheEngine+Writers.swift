@@ -43,18 +43,16 @@ extension CacheEngine {
                 return writeInMemory(whole)
             }.allSatisfy { $0 }
         }
-        var listed = entries
-        var dropped: [CacheKey] = []
-        for index in listed.indices { dropped += listVariants(of: &listed[index]) }
+        let listing = entries.lazy.compactMap { self.listing($0) }.first
         let result: StoreWriteResult
         do {
-            result = try writer.commit(listed)
+            result = try writer.commit(entries)
         } catch {
             writer.abort()
             emit(.storeFailed(reason: "write: \(error)"), first.key, first.url)
             return false
         }
-        report(result, for: listed, dropping: dropped, bytes: first.byteCount + bodyBytes)
+        report(result, for: entries, listing: listing, bytes: first.byteCount + bodyBytes)
         return result.stored
     }
 }

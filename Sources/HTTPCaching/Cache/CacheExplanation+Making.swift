@@ -140,7 +140,7 @@ extension CacheExplanation {
         if let etag = entry.header("ETag") { validators.append("ETag \(etag)") }
         if let lastModified = entry.header("Last-Modified") { validators.append("Last-Modified \(lastModified)") }
         let vary = Vary.names(entry.header("Vary"))
-        let variants = Vary.variantList(of: entry)
+        let variants = vary.isEmpty ? [] : cache.variantNames(of: entry.key)
         let (storable, storage) = storability(of: entry, policy: policy, credentialed: credentialed, cache: cache)
         return Entry(statusCode: entry.statusCode, storedAt: HTTPDate.format(entry.storedAt), bodyBytes: entry.body.count,
                      age: age, ageSource: ageSource, lifetime: lifetime, lifetimeSource: lifetimeSource,

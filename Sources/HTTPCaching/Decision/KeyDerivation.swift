@@ -234,15 +234,4 @@ enum Vary {
 
     /// The most variants one URL keeps: past it, the least recently stored is removed.
     static let maxVariantsPerURL = 8
-
-    /// Where the entry stored under a URL keeps the names of the URL's variants, oldest
-    /// first, comma-separated: a name no field can have (`@` is not a token character), so it
-    /// never meets a value `Vary` names, and it travels with the entry through every store.
-    static let variantListName = "@variants"
-
-    /// The variant names an entry stored under its URL lists, oldest first.
-    static func variantList(of entry: CacheEntry) -> [String] {
-        guard let list = entry.varyValues[variantListName] else { return [] }
-        return list.split(separator: ",").map(String.init).filter { !$0.isEmpty }
-    }
 }

@@ -74,8 +74,8 @@ struct ExplainTests {
             #expect(scenario.action != "fail")
             #expect(answer.status?.rawValue == scenario.cacheStatus)
             switch scenario.cacheStatus {
-            case "revalidated": #expect(explanation.outcome.cacheStatus == "expired" && explanation.outcome.network.contains("conditional"))
-            default: #expect(explanation.outcome.cacheStatus == scenario.cacheStatus)
+            case "revalidated": #expect(explanation.outcome.cacheStatus == .expired && explanation.outcome.network.contains("conditional"))
+            default: #expect(explanation.outcome.cacheStatus.rawValue == scenario.cacheStatus)
             }
             let field = try #require(answer.cacheStatusField)
             if scenario.action == "serve" {
@@ -103,7 +103,7 @@ struct ExplainTests {
         let explanation = cache.manage.explain(request)
         #expect(explanation.method == "GET" && explanation.url == url.absoluteString)
         #expect(explanation.key == .init(method: "GET", url: "http://example.test/items?page=2", credentialPartition: false, namespace: nil))
-        #expect(explanation.policy == "http" && explanation.policySource == "the configuration")
+        #expect(explanation.policy == .httpSemantics && explanation.policySource == "the configuration")
         #expect(explanation.windows == .init(fresh: 60, usable: 172_800, source: "the configuration"))
         let entry = try #require(explanation.entry)
         #expect(entry.statusCode == 200 && entry.bodyBytes == 5)
@@ -111,7 +111,7 @@ struct ExplainTests {
         #expect(entry.lifetime == 300 && entry.lifetimeSource == "max-age" && entry.ttl == 150)
         #expect(entry.validators == ["ETag \"x\""] && entry.vary == ["accept-language"] && entry.variantsStored == 1)
         #expect(entry.storable && entry.storage.contains("explicit freshness") && entry.storage.contains("private is allowed"))
-        #expect(explanation.outcome == .init(action: "serve", cacheStatus: "fresh", network: "none", forwardReason: nil,
+        #expect(explanation.outcome == .init(action: "serve", cacheStatus: .fresh, network: "none", forwardReason: nil,
                                              cacheStatusField: "HTTPCaching; hit; ttl=150", stores: false, fallback: false,
                                              summary: "fresh: served from the store"))
         #expect(explanation.reasons == ["age 150 s is below the lifetime 300 s"])
@@ -211,7 +211,7 @@ struct ExplainTests {
         _ = try await fetch(URLSession(configuration: configuration), origin.url("/me"))
         let request = URLRequest(url: origin.url("/me"))
         let explained = installation.explain(request)
-        #expect(explained.key.credentialPartition && explained.entry != nil && explained.outcome.cacheStatus == "fresh")
+        #expect(explained.key.credentialPartition && explained.entry != nil && explained.outcome.cacheStatus == .fresh)
         #expect(cache.manage.explain(request).entry == nil, "the cache alone does not see the session's header")
     }
 

@@ -35,7 +35,7 @@ extension CacheExplanation {
             key: Key(method: found.key.method, url: found.key.url,
                      credentialPartition: found.key.partition != nil || found.storeUnavailable && credentialed,
                      namespace: found.key.namespace.isEmpty ? nil : found.key.namespace),
-            policy: policy.name, policySource: policySource(request, configuration: configuration),
+            policy: policy, policySource: policySource(request, configuration: configuration),
             windows: Windows(fresh: windows.fresh, usable: windows.usable, source: windowsSource(request, entry: found.entry)),
             entry: described, otherVariantsStored: found.otherVariant == true && found.entry == nil,
             lastNotStored: lastNotStored, outcome: outcome, reasons: reasons)

@@ -14,7 +14,7 @@ extension CacheExplanation {
         case .forward(let plan): return forwardOutcome(plan, facts, reasons: &reasons)
         case .fail(let error):
             let text = error.errorDescription ?? "\(error)"
-            return Outcome(action: "fail", cacheStatus: CacheStatus.miss.rawValue, network: "none",
+            return Outcome(action: "fail", cacheStatus: .miss, network: "none",
                            forwardReason: nil, cacheStatusField: "none (the request fails)", stores: false, fallback: false,
                            summary: "fails: \(text)")
         }
@@ -62,7 +62,7 @@ extension CacheExplanation {
         if let entry = facts.entry, CacheControl(entry.header("Cache-Control")).has("immutable"), facts.verdict == .fresh {
             reasons.append("immutable (RFC 8246): a fresh entry is not revalidated, even on a revalidating reload")
         }
-        return Outcome(action: "serve", cacheStatus: plan.status.rawValue, network: network, forwardReason: nil,
+        return Outcome(action: "serve", cacheStatus: plan.status, network: network, forwardReason: nil,
                        cacheStatusField: CacheStatusField.member(disposition, cacheName: facts.configuration.cacheName), stores: false,
                        fallback: false, summary: summary)
     }
@@ -83,7 +83,7 @@ extension CacheExplanation {
         if plan.validate { summary += "; a 304 serves the stored body as revalidated" }
         if let entry = facts.entry { reasons += entryReasons(plan, entry: entry, facts) }
         if !plan.store && !plan.passThrough && plan.reason != .bypass { reasons.append("the answer is not stored (the request says no-store)") }
-        return Outcome(action: "forward", cacheStatus: plan.status.rawValue, network: network, forwardReason: plan.reason.rawValue,
+        return Outcome(action: "forward", cacheStatus: plan.status, network: network, forwardReason: plan.reason.rawValue,
                        cacheStatusField: CacheStatusField.member(disposition, cacheName: facts.configuration.cacheName),
                        stores: plan.store && !plan.passThrough, fallback: plan.fallback, summary: summary)
     }

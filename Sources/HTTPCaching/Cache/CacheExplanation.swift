@@ -82,7 +82,7 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
         /// How `X-HTTP-Caching` would report it: `fresh`, `stale`, `miss`, `expired`, `bypass`
         /// (a forwarded request that validates becomes `revalidated` on a 304, and one that may
         /// fall back becomes `fallback` when the origin fails).
-        public let cacheStatus: String
+        public let cacheStatus: CacheStatus
         /// What the network sees: nothing, a background refresh, a conditional request, a request.
         public let network: String
         /// Why the request would go to the network: RFC 9211's `fwd` (`uri-miss`,
@@ -106,8 +106,8 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
     public let url: String
     /// The key it is looked up under.
     public let key: Key
-    /// The policy that decides, by name (`two-tier`, `http`, `cache-first`, ...).
-    public let policy: String
+    /// The policy that decides (encoded by name: `two-tier`, `http`, `cache-first`, ...).
+    public let policy: CachingPolicy
     /// Where the policy comes from.
     public let policySource: String
     /// The windows in force.
@@ -139,7 +139,7 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
         row("key", keyText)
         row("policy", "\(policy) (\(policySource))")
         row("windows", "fresh \(Self.seconds(windows.fresh)), usable \(Self.seconds(windows.usable)) (\(windows.source))"
-            + (policy == CachingPolicy.httpSemantics.name ? "; freshness comes from the response under this policy" : ""))
+            + (policy == .httpSemantics ? "; freshness comes from the response under this policy" : ""))
         if let entry {
             row("entry", "status \(entry.statusCode), \(entry.bodyBytes) bytes, stored \(entry.storedAt)")
             more("age \(Self.seconds(entry.age)) (\(entry.ageSource))")

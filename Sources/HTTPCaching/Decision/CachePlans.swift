@@ -8,7 +8,7 @@ import FoundationNetworking
 /// A struct with static members rather than an enum, so new statuses can be added without
 /// breaking code that compares against these (`status == .fresh`); switch on `rawValue` with a
 /// `default` case.
-public struct CacheStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public struct CacheStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible, Encodable {
     /// The status word, as `X-HTTP-Caching` carries it: `fresh`, `stale`, ...
     public let rawValue: String
 
@@ -43,6 +43,13 @@ public struct CacheStatus: RawRepresentable, Hashable, Sendable, CustomStringCon
 
     /// The status word.
     public var description: String { rawValue }
+
+    /// Encodes the status word.
+    /// - Throws: what the encoder throws.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
 }
 
 /// Why a request went to the network: RFC 9211's `fwd` parameter.

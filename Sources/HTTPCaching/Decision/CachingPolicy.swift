@@ -10,7 +10,7 @@ import FoundationNetworking
 /// A struct with static members rather than a public enum, so new policies can be added
 /// without breaking anyone who switches over them. A policy of your own carries its rule
 /// (`CachingPolicy.custom(_:_:)`), so a configuration can never name a policy it cannot apply.
-public struct CachingPolicy: Sendable, Hashable, CustomStringConvertible {
+public struct CachingPolicy: Sendable, Hashable, CustomStringConvertible, Encodable {
     /// The policy's name, as the private request header and the demo's `--policy` spell it.
     public let name: String
     /// The rule of a custom policy; nil for the built-in ones.
@@ -64,6 +64,13 @@ public struct CachingPolicy: Sendable, Hashable, CustomStringConvertible {
 
     /// The name.
     public var description: String { name }
+
+    /// Encodes the policy's name.
+    /// - Throws: what the encoder throws.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(name)
+    }
 
     /// Policies are equal when their names are.
     public static func == (lhs: CachingPolicy, rhs: CachingPolicy) -> Bool { lhs.name == rhs.name }

@@ -183,7 +183,7 @@ struct CacheDecisionTests {
     @Test("invalid windows are an error when they are made",
           arguments: [(-1.0, 10.0), (10, 5), (.nan, 10), (0, .infinity), (1, .nan)])
     func invalidWindows(fresh: TimeInterval, usable: TimeInterval) {
-        #expect(throws: CacheConfigurationError.self) { try CacheWindows(fresh: fresh, usable: usable) }
+        #expect(throws: HTTPCachingError.self) { try CacheWindows(fresh: fresh, usable: usable) }
     }
 
     @Test("valid windows are accepted", arguments: [(0.0, 0.0), (0, 10), (10, 10), (0.5, 1.5)])

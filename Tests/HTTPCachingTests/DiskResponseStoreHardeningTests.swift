@@ -177,7 +177,7 @@ struct DiskResponseStoreHardeningTests {
         } else {
             (path, owner) = ("/", 0) // owned by root
         }
-        #expect(throws: DiskStoreError.notOwned(path: path, owner: owner)) {
+        #expect(throws: HTTPCachingError.notOwned(path: path, owner: owner)) {
             try DiskResponseStore(directory: URL(fileURLWithPath: path))
         }
         #expect(FileManager.default.subpaths(atPath: path)?.isEmpty ?? true || path == "/", "nothing was created in it")

@@ -139,7 +139,7 @@ struct DiskResponseStoreTests {
         default: bytes[bytes.count / 2] ^= 0x40
         }
         try overwrite(file, with: bytes)
-        #expect(throws: ResponseStoreError.self) { try store.entry(for: entry.key) }
+        #expect(throws: HTTPCachingError.self) { try store.entry(for: entry.key) }
         #expect(!FileManager.default.fileExists(atPath: file))
         #expect(store.entryCount == 0)
         #expect(try store.entry(for: entry.key) == nil)
@@ -321,7 +321,7 @@ struct DiskResponseStoreTests {
         let reopened = try DiskResponseStore(directory: directory.url)
         #expect(reopened.entryCount == 2000)
         #expect(directory.entryFiles().count == 2000)
-        #expect(throws: ResponseStoreError.self) { try reopened.entry(for: E.entry("/7").key) }
+        #expect(throws: HTTPCachingError.self) { try reopened.entry(for: E.entry("/7").key) }
     }
 
     @Test("a torn last line in the index is ignored")

@@ -135,7 +135,7 @@ extension DiskStoreFuzzTests {
             do {
                 let served = try store.entry(for: key)
                 Issue.record("\(label): \(served == nil ? "a quiet miss" : "served") instead of reported as corrupt")
-            } catch ResponseStoreError.corruptEntry {
+            } catch let error as HTTPCachingError where error.code == .corruptEntry {
                 // The expected report.
             }
             #expect(!FileManager.default.fileExists(atPath: file), "\(label): the damaged file is removed")

@@ -84,7 +84,7 @@ struct ExplainTests {
                 #expect(field.hasPrefix(explanation.outcome.cacheStatusField + ";"), "the forward reason is known ahead: \(field)")
             }
         } catch {
-            #expect(scenario.action == "fail" && (error as? CachingError) == .notCached)
+            #expect(scenario.action == "fail" && (error as? HTTPCachingError)?.code == .notCached)
         }
     }
 

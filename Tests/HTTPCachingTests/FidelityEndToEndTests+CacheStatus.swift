@@ -72,7 +72,7 @@ extension FidelityEndToEndTests {
     @Test("RFC 9211 end to end: fwd=miss when the store cannot be read")
     func cacheStatusMiss() async throws {
         let h = try Harness(store: InstrumentedStore(MemoryResponseStore(), afterRead: { _, _ in
-            throw ResponseStoreError.unavailable(reason: "reads fail in this test")
+            throw HTTPCachingError.unavailable(reason: "reads fail in this test")
         }))
         h.origin.routeVersioned("/u")
         let answer = try await h.get("/u")

@@ -164,7 +164,7 @@ struct HTTPSemanticsEndToEndTests {
         #expect(h.cache.engine.refreshesInFlight == 0)
     }
 
-    @Test("cache-only never touches the network: a miss is CachingError.notCached, a hit is served at any age")
+    @Test("cache-only never touches the network: a miss is HTTPCachingError.notCached, a hit is served at any age")
     func cacheOnly() async throws {
         let h = try Harness()
         h.origin.routeVersioned("/p")
@@ -174,7 +174,7 @@ struct HTTPSemanticsEndToEndTests {
             _ = try await h.session.data(for: request)
             Issue.record("expected notCached")
         } catch {
-            #expect((error as? CachingError) == .notCached)
+            #expect((error as? HTTPCachingError)?.code == .notCached)
         }
         _ = try await h.get("/p")
         h.clock.advance(by: 365 * 86_400)
@@ -207,7 +207,7 @@ struct HTTPSemanticsEndToEndTests {
             _ = try await h.get("/d", headers: ["Cache-Control": "only-if-cached"])
             Issue.record("expected notCached")
         } catch {
-            #expect((error as? CachingError) == .notCached)
+            #expect((error as? HTTPCachingError)?.code == .notCached)
         }
         #expect(h.origin.requestCount("/d") == 0)
         _ = try await h.get("/d", headers: ["Cache-Control": "no-store"])

@@ -67,7 +67,7 @@ struct LifetimeTests {
         let session = URLSession(configuration: tampered)
         defer { session.finishTasksAndInvalidate() }
         let outcome = try #require(await fetchOutcome(session, URLRequest(url: origin.url("/x"))))
-        #expect((outcome.failure as? CachingError) == .installationReleased)
+        #expect((outcome.failure as? HTTPCachingError)?.code == .installationReleased)
         #expect(other.entryCount == 0 && origin.requestCount() == 0)
         _ = reuser
     }

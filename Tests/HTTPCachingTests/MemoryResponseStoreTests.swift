@@ -60,8 +60,8 @@ struct MemoryResponseStoreTests {
 
     @Test("negative limits are an error")
     func badLimits() {
-        #expect(throws: CacheConfigurationError.self) { try MemoryResponseStore(byteLimit: -1) }
-        #expect(throws: CacheConfigurationError.self) { try MemoryResponseStore(countLimit: -1) }
+        #expect(throws: HTTPCachingError.self) { try MemoryResponseStore(byteLimit: -1) }
+        #expect(throws: HTTPCachingError.self) { try MemoryResponseStore(countLimit: -1) }
     }
 
     @Test("a large store is dropped without recursing through its links")

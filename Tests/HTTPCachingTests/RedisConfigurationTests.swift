@@ -56,11 +56,11 @@ struct RedisConfigurationTests {
     func validation() {
         var configuration = RedisConfiguration()
         configuration.poolSize = 0
-        #expect(throws: RedisConfigurationError.invalidValue("poolSize 0 is less than 1")) { try RedisResponseStore(configuration: configuration) }
+        #expect(throws: HTTPCachingError.invalidValue("poolSize 0 is less than 1")) { try RedisResponseStore(configuration: configuration) }
         configuration = RedisConfiguration(keyPrefix: "")
-        #expect(throws: RedisConfigurationError.invalidValue("the key prefix is empty")) { try RedisResponseStore(configuration: configuration) }
+        #expect(throws: HTTPCachingError.invalidValue("the key prefix is empty")) { try RedisResponseStore(configuration: configuration) }
         configuration = RedisConfiguration(commandTimeout: 0)
-        #expect(throws: RedisConfigurationError.self) { try RedisResponseStore(configuration: configuration) }
+        #expect(throws: HTTPCachingError.self) { try RedisResponseStore(configuration: configuration) }
         #expect(throws: Never.self) { try RedisResponseStore(url: "redis://localhost:6379/2", keyPrefix: "x:") }
     }
 

@@ -25,7 +25,7 @@ struct RedisConnectionTests {
         defer { server.stop() }
         let store = try Self.store(server)
         let start = Date()
-        #expect(throws: ResponseStoreError.self) { try store.ping() }
+        #expect(throws: HTTPCachingError.self) { try store.ping() }
         #expect(Date().timeIntervalSince(start) < 2)
         server.releaseLaterBytes()
         try store.ping()
@@ -43,7 +43,8 @@ struct RedisConnectionTests {
         do {
             try store.ping()
             Issue.record("garbage was taken as PONG")
-        } catch ResponseStoreError.unavailable(let reason) {
+        } catch let error as HTTPCachingError where error.code == .unavailable {
+            let reason = error.detail ?? error.description
             #expect(reason.contains("not RESP2") && reason.contains("unknown reply type"), "\(reason)")
         }
         try store.ping()
@@ -58,7 +59,8 @@ struct RedisConnectionTests {
         do {
             try store.ping()
             Issue.record("a huge length was accepted")
-        } catch ResponseStoreError.unavailable(let reason) {
+        } catch let error as HTTPCachingError where error.code == .unavailable {
+            let reason = error.detail ?? error.description
             #expect(reason.contains("over the limit"), "\(reason)")
         }
     }
@@ -108,7 +110,8 @@ struct RedisConnectionTests {
         do {
             try store.ping()
             Issue.record("connected to a full backlog")
-        } catch ResponseStoreError.unavailable(let reason) {
+        } catch let error as HTTPCachingError where error.code == .unavailable {
+            let reason = error.detail ?? error.description
             #expect(reason.contains("timed out after 0.3 s"), "\(reason)")
         }
         let first = Date().timeIntervalSince(start)
@@ -116,7 +119,8 @@ struct RedisConnectionTests {
         start = Date()
         do {
             try store.ping()
-        } catch ResponseStoreError.unavailable(let reason) {
+        } catch let error as HTTPCachingError where error.code == .unavailable {
+            let reason = error.detail ?? error.description
             #expect(reason.contains("calls fail at once for 30.0 s"), "\(reason)")
         }
         #expect(Date().timeIntervalSince(start) < 0.25, "no second connect attempt (it would take the 0.3 s timeout) while the retry delay runs")

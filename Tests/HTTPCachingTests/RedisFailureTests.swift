@@ -14,7 +14,7 @@ struct RedisFailureTests {
     /// a free connection, a connection, a reply, and room for a loaded machine.
     static let bound: TimeInterval = 2.5
 
-    /// Runs `body`, expecting `ResponseStoreError.unavailable` within `bound`; returns the reason.
+    /// Runs `body`, expecting `HTTPCachingError.unavailable` within `bound`; returns the reason.
     @discardableResult
     static func expectUnavailable(_ what: String, _ body: () throws -> Void,
                                   sourceLocation: SourceLocation = #_sourceLocation) -> String {
@@ -23,7 +23,8 @@ struct RedisFailureTests {
         do {
             try body()
             Issue.record("\(what) succeeded", sourceLocation: sourceLocation)
-        } catch ResponseStoreError.unavailable(let why) {
+        } catch let error as HTTPCachingError where error.code == .unavailable {
+            let why = error.detail ?? error.description
             reason = why
         } catch {
             Issue.record("\(what) threw \(error), expected unavailable", sourceLocation: sourceLocation)
@@ -238,7 +239,7 @@ private final class Load: Sendable {
             state.slowest = max(state.slowest, elapsed)
             switch error {
             case nil: state.counts[state.phase, default: Counts()].succeeded += 1
-            case ResponseStoreError.unavailable?: state.counts[state.phase, default: Counts()].unavailable += 1
+            case let error as HTTPCachingError where error.code == .unavailable: state.counts[state.phase, default: Counts()].unavailable += 1
             case let error?: state.other.append("\(error)")
             }
         }

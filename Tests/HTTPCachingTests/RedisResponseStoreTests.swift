@@ -85,7 +85,8 @@ struct RedisResponseStoreTests {
         do {
             _ = try store.entry(for: entry.key)
             Issue.record("a \(kind) was read as an entry")
-        } catch let ResponseStoreError.corruptEntry(reported, reason) {
+        } catch let error as HTTPCachingError where error.code == .corruptEntry {
+            let (reported, reason) = (error.key, error.detail ?? "")
             #expect(reported == entry.key && !reason.isEmpty)
         }
         #expect(try server.command("EXISTS", key) == .integer(0), "removed")

@@ -63,7 +63,8 @@ extension CacheEngine {
     private func readReporting(_ key: CacheKey) -> (entry: CacheEntry?, failed: Bool) {
         do {
             return (try store.entry(for: key), false)
-        } catch let ResponseStoreError.corruptEntry(_, reason) {
+        } catch let error as HTTPCachingError where error.code == .corruptEntry {
+            let reason = error.detail ?? error.description
             emit(.corrupted(reason: reason), key, URL(string: key.url))
             return (nil, true)
         } catch {

@@ -59,7 +59,7 @@ enum CacheDecision {
     /// The policy that decides for a request: its private policy field (a built-in policy,
     /// the configuration's own, or one of its `customPolicies`), else what its
     /// `URLRequest.cachePolicy` asks for, else the configuration's.
-    static func resolvePolicy(for request: URLRequest, configuration: CacheConfiguration) -> Result<CachingPolicy, CachingError> {
+    static func resolvePolicy(for request: URLRequest, configuration: CacheConfiguration) -> Result<CachingPolicy, HTTPCachingError> {
         if let name = request.value(forHTTPHeaderField: HTTPCachingHeaders.policy) {
             if let builtIn = CachingPolicy(builtInNamed: name) { return .success(builtIn) }
             if configuration.policy.name == name { return .success(configuration.policy) }

@@ -137,6 +137,6 @@ enum CacheAction: Sendable, Equatable {
     /// Go to the network.
     case forward(ForwardPlan)
     /// Fail the request: it forbade the network and nothing stored may answer
-    /// (`CachingError.notCached`), or it names a policy the cache does not know.
-    case fail(CachingError)
+    /// (`HTTPCachingError.notCached`), or it names a policy the cache does not know.
+    case fail(HTTPCachingError)
 }

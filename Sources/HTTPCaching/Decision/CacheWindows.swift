@@ -16,9 +16,9 @@ public struct CacheWindows: Sendable, Hashable, CustomStringConvertible {
     public static let standard = CacheWindows(unchecked: 60, 172_800)
 
     /// Windows of the given lengths.
-    /// - Throws: `CacheConfigurationError.invalidWindows` unless `0 <= fresh <= usable`
+    /// - Throws: `HTTPCachingError.invalidWindows` unless `0 <= fresh <= usable`
     ///   and both are finite.
-    public init(fresh: TimeInterval, usable: TimeInterval) throws(CacheConfigurationError) {
+    public init(fresh: TimeInterval, usable: TimeInterval) throws(HTTPCachingError) {
         guard fresh.isFinite, usable.isFinite, fresh >= 0, fresh <= usable else {
             throw .invalidWindows(fresh: fresh, usable: usable)
         }
@@ -58,20 +58,3 @@ public struct CacheWindows: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A configuration that cannot work, reported when it is made.
-public enum CacheConfigurationError: Error, Equatable, CustomStringConvertible {
-    /// The windows do not satisfy `0 <= fresh <= usable`.
-    case invalidWindows(fresh: TimeInterval, usable: TimeInterval)
-    /// A size limit is negative.
-    case invalidLimit(String)
-
-    /// What is wrong, in a sentence.
-    public var description: String {
-        switch self {
-        case .invalidWindows(let fresh, let usable):
-            "invalid cache windows fresh=\(fresh) usable=\(usable): they must satisfy 0 <= fresh <= usable"
-        case .invalidLimit(let what):
-            "invalid limit: \(what)"
-        }
-    }
-}

@@ -53,7 +53,7 @@ public struct CachingPolicy: Sendable, Hashable, CustomStringConvertible, Encoda
     public static let networkOnly = CachingPolicy(builtIn: "network-only")
     /// Any stored entry, whatever its age, else the network.
     public static let cacheFirst = CachingPolicy(builtIn: "cache-first")
-    /// Never touch the network: a stored entry whatever its age, else `CachingError.notCached`.
+    /// Never touch the network: a stored entry whatever its age, else `HTTPCachingError.notCached`.
     public static let cacheOnly = CachingPolicy(builtIn: "cache-only")
     /// Freshness as the response states it, computed as a private cache does (RFC 9111 and
     /// RFC 5861's `stale-while-revalidate` and `stale-if-error`).

@@ -10,7 +10,7 @@ enum TransactionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The origin answered 304 or 206 to a request that did not ask for one.
     case badResponse(status: Int)
     /// The cache itself refused.
-    case caching(CachingError)
+    case caching(HTTPCachingError)
 
     /// An error from the network, as the transaction keeps it.
     init(_ error: any Error) {

@@ -86,7 +86,7 @@ public class CachingURLProtocol: URLProtocol {
             let session = BindingRegistry.needsSessionCheck(type(of: self)) ? task.flatMap(TaskIntrospection.session(of:)) : nil
             guard let binding = BindingRegistry.binding(for: type(of: self), session: session) else {
                 route = .failed
-                return delivery.fail(CachingError.installationReleased)
+                return delivery.fail(HTTPCachingError.installationReleased)
             }
             if let task, task is URLSessionDownloadTask, let client,
                let handOff = FoundationHandOff(task: task, client: client, binding: binding) {
@@ -113,43 +113,3 @@ public class CachingURLProtocol: URLProtocol {
     }
 }
 
-/// Errors the cache itself reports to a task.
-public enum CachingError: Error, LocalizedError, Equatable, Sendable {
-    /// A download task reached the cache and Foundation's own HTTP class, which runs download
-    /// tasks, could not be found among `URLSessionConfiguration.default.protocolClasses`.
-    case downloadTaskUnsupported
-    /// The request forbade the network (`Cache-Control: only-if-cached`, or the cache-only
-    /// policy) and nothing stored may answer it: HTTP's 504 for only-if-cached.
-    case notCached
-    /// The request names a policy (`URLRequest.cachingPolicy`) the cache does not know:
-    /// neither built in, nor the configuration's, nor one of its `customPolicies`.
-    case unknownPolicy(String)
-    /// An upload task's body could not be read from the task, so it was not sent at all
-    /// (rather than sent empty).
-    case uploadBodyUnavailable
-    /// A redirect or a retry with credentials needed the store's partition secret, and the
-    /// store could not give it.
-    case storeUnavailableForCredentials
-    /// The installation this protocol class belonged to was released with its sessions, or
-    /// the session's configuration no longer carries it (its `urlCache` was replaced after
-    /// `enableHTTPCaching`).
-    case installationReleased
-
-    /// What went wrong, in a sentence.
-    public var errorDescription: String? {
-        switch self {
-        case .downloadTaskUnsupported:
-            "Foundation's own HTTP class, which runs download tasks, could not be found"
-        case .notCached:
-            "no stored response may answer this request, and it forbids the network (only-if-cached)"
-        case .unknownPolicy(let name):
-            "the request names the caching policy \(name), which this cache does not know"
-        case .uploadBodyUnavailable:
-            "the upload task's body could not be read, so the request was not sent"
-        case .storeUnavailableForCredentials:
-            "the store could not give the secret that partitions credentialed entries"
-        case .installationReleased:
-            "the caching installation of this session's configuration was released"
-        }
-    }
-}

@@ -67,7 +67,7 @@ extension Exchange {
         cache.ioQueue(for: request.url?.absoluteString ?? "").async {
             let hop = Hop(request, body: body, binding: self.binding)
             guard let key = try? self.binding.key(for: request) else {
-                return self.caller?.delivery.fail(CachingError.storeUnavailableForCredentials) ?? ()
+                return self.caller?.delivery.fail(HTTPCachingError.storeUnavailableForCredentials) ?? ()
             }
             let (entry, other) = self.cache.lookup(key, headers: hop.headers)
             let proceed = self.state.withLock { state -> Bool in

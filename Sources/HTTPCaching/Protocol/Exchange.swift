@@ -93,7 +93,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         let method = request.httpMethod?.uppercased() ?? "GET"
         if method != "GET" && method != "HEAD" {
             guard let body = HopBody(of: request, task: caller.facts?.task) else {
-                return caller.delivery.fail(CachingError.uploadBodyUnavailable)
+                return caller.delivery.fail(HTTPCachingError.uploadBodyUnavailable)
             }
             state.withLock { $0.hop.body = body }
         }

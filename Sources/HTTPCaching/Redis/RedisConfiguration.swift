@@ -65,9 +65,9 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// A configuration from a URL, `redis://[user:password@]host[:port][/db]`, with the other
     /// fields at their defaults. User and password may be percent-encoded; `redis://:secret@host`
     /// gives a password alone.
-    /// - Throws: `RedisConfigurationError.invalidURL` saying what is wrong with the URL.
-    public init(url text: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(RedisConfigurationError) {
-        func invalid(_ reason: String) -> RedisConfigurationError { .invalidURL("'\(Self.redacted(text))': \(reason)") }
+    /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL.
+    public init(url text: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(HTTPCachingError) {
+        func invalid(_ reason: String) -> HTTPCachingError { .invalidURL("'\(Self.redacted(text))': \(reason)") }
         let lowered = text.lowercased()
         if lowered.hasPrefix("rediss://") {
             throw invalid("TLS (rediss://) is not supported; use a local TLS proxy such as stunnel, or a private network")
@@ -103,9 +103,9 @@ public struct RedisConfiguration: Sendable, Equatable {
     }
 
     /// Checks every field.
-    /// - Throws: `RedisConfigurationError.invalidValue` naming the first field out of range.
-    public func validate() throws(RedisConfigurationError) {
-        func check(_ condition: Bool, _ message: String) throws(RedisConfigurationError) {
+    /// - Throws: `HTTPCachingError.invalidValue` naming the first field out of range.
+    public func validate() throws(HTTPCachingError) {
+        func check(_ condition: Bool, _ message: String) throws(HTTPCachingError) {
             if !condition { throw .invalidValue(message) }
         }
         try check(!host.isEmpty, "the host is empty")
@@ -131,18 +131,3 @@ public struct RedisConfiguration: Sendable, Equatable {
     }
 }
 
-/// A Redis configuration that cannot be used.
-public enum RedisConfigurationError: Error, Equatable, CustomStringConvertible {
-    /// A URL that is not `redis://[user:password@]host:port[/db]`; the password is never shown.
-    case invalidURL(String)
-    /// A field out of range.
-    case invalidValue(String)
-
-    /// What is wrong, in a sentence.
-    public var description: String {
-        switch self {
-        case .invalidURL(let reason): "invalid Redis URL \(reason)"
-        case .invalidValue(let reason): "invalid Redis configuration: \(reason)"
-        }
-    }
-}

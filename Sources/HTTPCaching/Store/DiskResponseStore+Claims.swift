@@ -99,7 +99,7 @@ extension DiskResponseStore {
     /// The 32 bytes of `secret`, created if absent: written to a temporary file and linked
     /// into place, so processes opening a new directory at once all end up with the winner's.
     /// A damaged secret (wrong size, not a file) is replaced.
-    static func loadSecret(_ folder: StoreDirectory) throws(DiskStoreError) -> [UInt8] {
+    static func loadSecret(_ folder: StoreDirectory) throws(HTTPCachingError) -> [UInt8] {
         for _ in 0..<8 {
             if let (fd, info) = folder.openRegular("secret", O_RDONLY) {
                 var bytes = [UInt8](repeating: 0, count: 32)
@@ -140,7 +140,7 @@ final class StoreSession: Sendable {
 
     /// Creates the folder under a temporary name, locks it, then renames it into place, so a
     /// sweeping store never sees it unlocked.
-    init(in base: StoreDirectory) throws(DiskStoreError) {
+    init(in base: StoreDirectory) throws(HTTPCachingError) {
         sessions = try base.subdirectory("sessions")
         let suffix = randomHex()
         let folder = try sessions.subdirectory("t-" + suffix)

@@ -18,9 +18,9 @@ final class StoreDirectory: Sendable {
     let owner: uid_t
 
     /// Opens `path`, creating it (and its parents) with permissions 0700.
-    /// - Throws: `DiskStoreError.notOwned` if another user owns it, `.io` if it cannot be
+    /// - Throws: `HTTPCachingError.notOwned` if another user owns it, `.io` if it cannot be
     ///   created or opened, or is a symbolic link or not a directory.
-    convenience init(creating path: String) throws(DiskStoreError) {
+    convenience init(creating path: String) throws(HTTPCachingError) {
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             do {
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
@@ -36,7 +36,7 @@ final class StoreDirectory: Sendable {
 
     /// Takes over an open directory descriptor after checking its owner (and tightening its
     /// permissions to 0700).
-    init(adopting fd: Int32, path: String) throws(DiskStoreError) {
+    init(adopting fd: Int32, path: String) throws(HTTPCachingError) {
         self.fd = fd
         self.path = path
         var info = stat()
@@ -49,7 +49,7 @@ final class StoreDirectory: Sendable {
     deinit { closeDescriptor(fd) }
 
     /// A subdirectory (created 0700 if needed), refusing a symbolic link or another owner's.
-    func subdirectory(_ name: String) throws(DiskStoreError) -> StoreDirectory {
+    func subdirectory(_ name: String) throws(HTTPCachingError) -> StoreDirectory {
         if mkdirat(fd, name, 0o700) != 0 && errno != EEXIST {
             throw .io(operation: "mkdir", path: path + "/" + name, errno: errno)
         }
@@ -85,7 +85,7 @@ final class StoreDirectory: Sendable {
 
     /// Opens (creating if needed) a control file the store keeps open (the index, a lock,
     /// the secret): a symbolic link, FIFO or other non-file in its place is removed first.
-    func openControlFile(_ name: String, _ flags: Int32) throws(DiskStoreError) -> Int32 {
+    func openControlFile(_ name: String, _ flags: Int32) throws(HTTPCachingError) -> Int32 {
         for _ in 0..<3 {
             if let opened = openRegular(name, flags | O_CREAT) { return opened.fd }
             let code = errno

@@ -10,11 +10,11 @@ extension DiskResponseStore {
     /// as it goes; commit appends the metadata and renames the file into place (a second entry
     /// for the same body, a `Vary` variant, gets a copy made by the kernel), abort removes it.
     /// Nothing holds the body in memory.
-    /// - Throws: `DiskStoreError.io` if the temporary file cannot be created.
+    /// - Throws: `HTTPCachingError.io` if the temporary file cannot be created.
     public func makeWriter(for key: CacheKey) throws -> any ResponseStoreWriter {
         let temporary = Self.temporaryName()
         let fd = files.open(temporary, O_RDWR | O_CREAT | O_EXCL)
-        guard fd >= 0 else { throw DiskStoreError.io(operation: "create", path: files.path + "/" + temporary, errno: errno) }
+        guard fd >= 0 else { throw HTTPCachingError.io(operation: "create", path: files.path + "/" + temporary, errno: errno) }
         return DiskEntryWriter(store: self, fd: fd, temporary: temporary)
     }
 }
@@ -40,7 +40,7 @@ final class DiskEntryWriter: ResponseStoreWriter, @unchecked Sendable {
 
     /// Writes the part to the file. Past the store's largest file the writer stops writing
     /// and its commit stores nothing.
-    /// - Throws: `DiskStoreError.io` when the write fails.
+    /// - Throws: `HTTPCachingError.io` when the write fails.
     func append(_ bytes: Data) throws {
         try lock.withLock {
             guard fd >= 0, !failed else { return }
@@ -50,7 +50,7 @@ final class DiskEntryWriter: ResponseStoreWriter, @unchecked Sendable {
             }
             guard bytes.withUnsafeBytes({ writeAll(fd, [$0]) }) else {
                 failed = true
-                throw DiskStoreError.io(operation: "write", path: store.files.path + "/" + temporary, errno: errno)
+                throw HTTPCachingError.io(operation: "write", path: store.files.path + "/" + temporary, errno: errno)
             }
             bytes.withUnsafeBytes { checksum.update($0) }
             length += bytes.count
@@ -68,7 +68,7 @@ final class DiskEntryWriter: ResponseStoreWriter, @unchecked Sendable {
     }
 
     /// Appends each entry's metadata to a file holding the body and renames it into place.
-    /// - Throws: `DiskStoreError.io` when a write, copy or rename fails.
+    /// - Throws: `HTTPCachingError.io` when a write, copy or rename fails.
     func commit(_ entries: [CacheEntry]) throws -> StoreWriteResult {
         try lock.withLock {
             defer { closeAndRemove() }
@@ -100,7 +100,7 @@ final class DiskEntryWriter: ResponseStoreWriter, @unchecked Sendable {
         guard tail.withUnsafeBytes({ writeAll(file.fd, [$0]) }) else {
             let code = errno
             store.files.unlink(file.name)
-            throw DiskStoreError.io(operation: "write", path: store.files.path + "/" + file.name, errno: code)
+            throw HTTPCachingError.io(operation: "write", path: store.files.path + "/" + file.name, errno: code)
         }
         var record = IndexEntry(sized)
         record.size = size
@@ -111,7 +111,7 @@ final class DiskEntryWriter: ResponseStoreWriter, @unchecked Sendable {
     private func copyOfBody() throws -> (fd: Int32, name: String) {
         let name = DiskResponseStore.temporaryName()
         let copy = store.files.open(name, O_WRONLY | O_CREAT | O_EXCL)
-        guard copy >= 0 else { throw DiskStoreError.io(operation: "create", path: store.files.path + "/" + name, errno: errno) }
+        guard copy >= 0 else { throw HTTPCachingError.io(operation: "create", path: store.files.path + "/" + name, errno: errno) }
         var offset: off_t = 0
         while offset < off_t(length) {
             let copied = sendfile(copy, fd, &offset, length - Int(offset))
@@ -120,7 +120,7 @@ final class DiskEntryWriter: ResponseStoreWriter, @unchecked Sendable {
                 let code = errno
                 closeDescriptor(copy)
                 store.files.unlink(name)
-                throw DiskStoreError.io(operation: "copy", path: store.files.path + "/" + name, errno: code)
+                throw HTTPCachingError.io(operation: "copy", path: store.files.path + "/" + name, errno: code)
             }
         }
         return (copy, name)

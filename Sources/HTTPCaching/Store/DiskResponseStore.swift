@@ -15,7 +15,7 @@ import Darwin
 ///   the key; the file holds the full key, compared on every read, so a hash collision is a
 ///   miss, never the wrong response, and no key can name a path outside the directory. Each
 ///   file carries checksums: a damaged, truncated or foreign file is a miss, is removed, and
-///   is reported (`ResponseStoreError.corruptEntry`).
+///   is reported (`HTTPCachingError.corruptEntry`).
 /// - Readers never lock anything on disk and never wait on a writer: they open, read and
 ///   check. Sizes, stored-at times and the order of use live in `index.log`, a journal every
 ///   process appends to (one write per change) and reads to learn the others' changes.
@@ -88,17 +88,17 @@ public final class DiskResponseStore: ResponseStore {
 
     /// Opens (creating if needed) a store in `directory`, which other stores, in this process
     /// or others, may have open too.
-    /// - Throws: `DiskStoreError.notOwned` if another user owns the directory, `.io` if it
-    ///   cannot be created or read; `CacheConfigurationError` for a negative limit or a ratio
+    /// - Throws: `HTTPCachingError.notOwned` if another user owns the directory, `.io` if it
+    ///   cannot be created or read; `HTTPCachingError` for a negative limit or a ratio
     ///   outside 0...1.
     public init(directory: URL = DiskResponseStore.defaultDirectory, byteLimit: Int = 256 << 20,
                 countLimit: Int = 100_000, maxEntrySize: Int = 16 << 20, trimRatio: Double = 0.7,
                 policy: StoragePolicy = .permanent) throws {
         guard byteLimit >= 0, countLimit >= 0, maxEntrySize >= 0 else {
-            throw CacheConfigurationError.invalidLimit("byteLimit, countLimit and maxEntrySize must not be negative")
+            throw HTTPCachingError.invalidLimit("byteLimit, countLimit and maxEntrySize must not be negative")
         }
         guard trimRatio >= 0, trimRatio <= 1 else {
-            throw CacheConfigurationError.invalidLimit("trimRatio \(trimRatio) is not between 0 and 1")
+            throw HTTPCachingError.invalidLimit("trimRatio \(trimRatio) is not between 0 and 1")
         }
         self.directory = directory
         self.byteLimit = byteLimit
@@ -151,8 +151,8 @@ public final class DiskResponseStore: ResponseStore {
     // MARK: - ResponseStore
 
     /// The entry for a key, read from its file and checked; a damaged file is removed and
-    /// reported by throwing `ResponseStoreError.corruptEntry`. Counts as a use.
-    /// - Throws: `ResponseStoreError.corruptEntry`, or `DiskStoreError.io` if the file cannot
+    /// reported by throwing `HTTPCachingError.corruptEntry`. Counts as a use.
+    /// - Throws: `HTTPCachingError.corruptEntry`, or `HTTPCachingError.io` if the file cannot
     ///   be read.
     public func entry(for key: CacheKey) throws -> CacheEntry? {
         guard !isClosed else { return nil }
@@ -182,7 +182,7 @@ public final class DiskResponseStore: ResponseStore {
             files.unlink(name.fileName)
             throw removedAsCorrupt(name, key, reason: "the entry is a symbolic link")
         }
-        throw DiskStoreError.io(operation: "open", path: files.path + "/" + name.fileName, errno: code)
+        throw HTTPCachingError.io(operation: "open", path: files.path + "/" + name.fileName, errno: code)
     }
 
     /// The status of an open entry file, which must be a regular file of this user (anything
@@ -190,7 +190,7 @@ public final class DiskResponseStore: ResponseStore {
     private func checkedStatus(of fd: Int32, _ name: EntryName, _ key: CacheKey) throws -> stat {
         var info = stat()
         guard fstat(fd, &info) == 0 else {
-            throw DiskStoreError.io(operation: "stat", path: files.path + "/" + name.fileName, errno: errno)
+            throw HTTPCachingError.io(operation: "stat", path: files.path + "/" + name.fileName, errno: errno)
         }
         guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == files.owner else {
             files.unlink(name.fileName, ifStill: info)
@@ -205,7 +205,7 @@ public final class DiskResponseStore: ResponseStore {
                            expecting key: (key: CacheKey, bytes: [UInt8])) throws -> CacheEntry? {
         let size = Int(info.st_size)
         guard let buffer = malloc(max(size, 1)) else {
-            throw DiskStoreError.io(operation: "read", path: files.path + "/" + name.fileName, errno: ENOMEM)
+            throw HTTPCachingError.io(operation: "read", path: files.path + "/" + name.fileName, errno: ENOMEM)
         }
         var owned = true // until a Data takes the buffer
         defer { if owned { free(buffer) } }
@@ -253,7 +253,7 @@ public final class DiskResponseStore: ResponseStore {
     /// - Returns: whether it was stored; the keys evicted in the background since the last
     ///   write reported them (all of them without an `evictionHandler`, else those of a trim
     ///   it had to wait for).
-    /// - Throws: `DiskStoreError.io` if the file cannot be written.
+    /// - Throws: `HTTPCachingError.io` if the file cannot be written.
     @discardableResult
     public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
         guard !isClosed else { return StoreWriteResult(stored: false) }
@@ -270,7 +270,7 @@ public final class DiskResponseStore: ResponseStore {
             tail.withUnsafeBytes { files.createFile(temporary, [body, $0]) }
         }
         guard created else {
-            throw DiskStoreError.io(operation: "write", path: files.path + "/" + temporary, errno: errno)
+            throw HTTPCachingError.io(operation: "write", path: files.path + "/" + temporary, errno: errno)
         }
         return try install(temporary, as: name, IndexEntry(entry))
     }
@@ -281,12 +281,12 @@ public final class DiskResponseStore: ResponseStore {
 
     /// Renames a written file into place and records it in the index and the journal, trimming
     /// as the limits require.
-    /// - Throws: `DiskStoreError.io` if the rename fails (the file is then removed).
+    /// - Throws: `HTTPCachingError.io` if the rename fails (the file is then removed).
     func install(_ temporary: String, as name: EntryName, _ record: IndexEntry) throws -> StoreWriteResult {
         guard files.rename(temporary, to: name.fileName) else {
             let code = errno
             files.unlink(temporary)
-            throw DiskStoreError.io(operation: "rename", path: files.path + "/" + name.fileName, errno: code)
+            throw HTTPCachingError.io(operation: "rename", path: files.path + "/" + name.fileName, errno: code)
         }
         let overCeiling = state.withLock { state -> Bool? in
             guard !isClosed else { return nil }
@@ -301,7 +301,7 @@ public final class DiskResponseStore: ResponseStore {
     }
 
     /// Removes the entry for a key and its file.
-    /// - Throws: `DiskStoreError.io` if the file cannot be removed.
+    /// - Throws: `HTTPCachingError.io` if the file cannot be removed.
     public func removeEntry(for key: CacheKey) throws {
         try removeEntry(named: EntryName(key))
     }
@@ -341,7 +341,7 @@ public final class DiskResponseStore: ResponseStore {
         }
         let unlinked = files.unlink(name.fileName)
         if !unlinked && errno != ENOENT {
-            throw DiskStoreError.io(operation: "unlink", path: files.path + "/" + name.fileName, errno: errno)
+            throw HTTPCachingError.io(operation: "unlink", path: files.path + "/" + name.fileName, errno: errno)
         }
         if known || unlinked { append([.remove(name)]) }
     }
@@ -354,26 +354,9 @@ public final class DiskResponseStore: ResponseStore {
         if known { append([.remove(name)]) }
     }
 
-    private func removedAsCorrupt(_ name: EntryName, _ key: CacheKey, reason: String) -> ResponseStoreError {
+    private func removedAsCorrupt(_ name: EntryName, _ key: CacheKey, reason: String) -> HTTPCachingError {
         forget(name)
         return .corruptEntry(key: key, reason: reason)
     }
 }
 
-/// Errors opening or using a disk store.
-public enum DiskStoreError: Error, Equatable, CustomStringConvertible {
-    /// The directory belongs to another user: a cache there could be read or planted by them.
-    case notOwned(path: String, owner: UInt32)
-    /// A file operation failed.
-    case io(operation: String, path: String, errno: Int32)
-
-    /// What went wrong, in a sentence.
-    public var description: String {
-        switch self {
-        case .notOwned(let path, let owner):
-            "the cache directory \(path) belongs to user \(owner), not to this process's user \(geteuid())"
-        case .io(let operation, let path, let code):
-            "\(operation) \(path) failed: \(String(cString: strerror(code)))"
-        }
-    }
-}

@@ -21,8 +21,8 @@ public final class MemoryResponseStore: ResponseStore {
 
     /// A store with the given limits.
     /// - Parameter maxEntrySize: the largest entry kept; nil for an eighth of `byteLimit`.
-    /// - Throws: `CacheConfigurationError.invalidLimit` if a limit is negative.
-    public init(byteLimit: Int = 64 << 20, countLimit: Int = 10_000, maxEntrySize: Int? = nil) throws(CacheConfigurationError) {
+    /// - Throws: `HTTPCachingError.invalidLimit` if a limit is negative.
+    public init(byteLimit: Int = 64 << 20, countLimit: Int = 10_000, maxEntrySize: Int? = nil) throws(HTTPCachingError) {
         guard byteLimit >= 0 else { throw .invalidLimit("byteLimit \(byteLimit) is negative") }
         guard countLimit >= 0 else { throw .invalidLimit("countLimit \(countLimit) is negative") }
         if let maxEntrySize, maxEntrySize < 0 { throw .invalidLimit("maxEntrySize \(maxEntrySize) is negative") }

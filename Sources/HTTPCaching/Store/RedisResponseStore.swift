@@ -12,9 +12,9 @@ import Synchronization
 /// credentialed entries their hits). Writes therefore never report evictions.
 ///
 /// A server that is down, refuses the credentials or does not answer within the timeouts
-/// makes calls throw `ResponseStoreError.unavailable(reason:)` promptly; the store reconnects
+/// makes calls throw `HTTPCachingError.unavailable(reason:)` promptly; the store reconnects
 /// by itself when the server is back. A value under the prefix that is not an entry of this
-/// store is removed and reported as `ResponseStoreError.corruptEntry`.
+/// store is removed and reported as `HTTPCachingError.corruptEntry`.
 ///
 /// `entryCount`, `totalBytes` and the listing and removal calls walk the keys with `SCAN`
 /// (never `KEYS`): their cost grows with the number of keys in the database, so keep them
@@ -35,8 +35,8 @@ public final class RedisResponseStore: ResponseStore {
 
     /// A store on the server a configuration names. It connects on first use, so it can be
     /// made while the server is down.
-    /// - Throws: `RedisConfigurationError.invalidValue` for a field out of range.
-    public init(configuration: RedisConfiguration) throws(RedisConfigurationError) {
+    /// - Throws: `HTTPCachingError.invalidValue` for a field out of range.
+    public init(configuration: RedisConfiguration) throws(HTTPCachingError) {
         try configuration.validate()
         self.configuration = configuration
         layout = RedisEntryLayout(prefix: configuration.keyPrefix)
@@ -51,8 +51,8 @@ public final class RedisResponseStore: ResponseStore {
 
     /// A store on the server a URL names, `redis://[user:password@]host:port[/db]`, with the
     /// other settings at their defaults.
-    /// - Throws: `RedisConfigurationError.invalidURL` saying what is wrong with the URL.
-    public convenience init(url: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(RedisConfigurationError) {
+    /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL.
+    public convenience init(url: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(HTTPCachingError) {
         try self.init(configuration: RedisConfiguration(url: url, keyPrefix: keyPrefix))
     }
 
@@ -60,7 +60,7 @@ public final class RedisResponseStore: ResponseStore {
     public var maxEntrySize: Int { configuration.maxEntrySize }
 
     /// Checks that the server answers `PING` with the configured credentials and database.
-    /// - Throws: `ResponseStoreError.unavailable` saying why not.
+    /// - Throws: `HTTPCachingError.unavailable` saying why not.
     public func ping() throws {
         let reply = try call { () throws(RedisClientError) in try pool.execute(RedisCommand("PING")) }
         guard reply == .simpleString("PONG") else { throw unexpected(reply, to: "PING") }
@@ -69,7 +69,7 @@ public final class RedisResponseStore: ResponseStore {
     // MARK: - Entries
 
     /// The entry stored under a key, or nil. Redis counts the read as a use for its LRU.
-    /// - Throws: `ResponseStoreError.corruptEntry` for a value under the key that is not an
+    /// - Throws: `HTTPCachingError.corruptEntry` for a value under the key that is not an
     ///   entry of this store (it is removed), `.unavailable` when Redis cannot answer.
     public func entry(for key: CacheKey) throws -> CacheEntry? {
         let redisKey = layout.entryKey(key)
@@ -79,11 +79,11 @@ public final class RedisResponseStore: ResponseStore {
         } catch where error.kind == .replyTooLarge {
             throw corrupt(key, redisKey, "a value larger than any this store writes")
         } catch {
-            throw ResponseStoreError.unavailable(reason: error.description)
+            throw HTTPCachingError.unavailable(reason: error.description)
         }
         if let message = reply.errorMessage {
             if message.hasPrefix("WRONGTYPE") { throw corrupt(key, redisKey, "a foreign value of another type") }
-            throw ResponseStoreError.unavailable(reason: "Redis refused HMGET: \(message)")
+            throw HTTPCachingError.unavailable(reason: "Redis refused HMGET: \(message)")
         }
         guard case .array(let fields?) = reply, fields.count == 2 else { throw unexpected(reply, to: "HMGET") }
         switch (fields[0], fields[1]) {
@@ -128,7 +128,7 @@ public final class RedisResponseStore: ResponseStore {
     /// one in one transaction. Not stored (and the earlier one removed): an entry over
     /// `maxEntrySize`, one already of no use, or any entry while Redis is out of memory under
     /// `maxmemory-policy noeviction`. Never reports evictions: Redis evicts on its own.
-    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer or refuses the write.
+    /// - Throws: `HTTPCachingError.unavailable` when Redis cannot answer or refuses the write.
     @discardableResult
     public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
         let redisKey = layout.entryKey(entry.key)
@@ -150,17 +150,17 @@ public final class RedisResponseStore: ResponseStore {
                 try unlink([redisKey]) // allowed when out of memory, and frees some
                 return StoreWriteResult(stored: false)
             }
-            throw ResponseStoreError.unavailable(reason: "Redis refused the write: \(message)")
+            throw HTTPCachingError.unavailable(reason: "Redis refused the write: \(message)")
         }
         guard case .array(let results?) = replies[4], results.count == 3 else { throw unexpected(replies[4], to: "EXEC") }
         if let message = results.lazy.compactMap(\.errorMessage).first {
-            throw ResponseStoreError.unavailable(reason: "Redis refused the write: \(message)")
+            throw HTTPCachingError.unavailable(reason: "Redis refused the write: \(message)")
         }
         return StoreWriteResult(stored: true)
     }
 
     /// Removes the entry stored under a key, if any.
-    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer.
+    /// - Throws: `HTTPCachingError.unavailable` when Redis cannot answer.
     public func removeEntry(for key: CacheKey) throws {
         try unlink([layout.entryKey(key)])
     }
@@ -169,7 +169,7 @@ public final class RedisResponseStore: ResponseStore {
 
     /// Removes every entry under the prefix (not the secret, not claims): one `SCAN` to count
     /// them, then `UNLINK` in batches, reporting after each.
-    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer.
+    /// - Throws: `HTTPCachingError.unavailable` when Redis cannot answer.
     public func removeAll(progress: (RemovalProgress) -> Void) throws {
         let keys = try entryKeys()
         progress(RemovalProgress(removed: 0, total: keys.count))
@@ -184,7 +184,7 @@ public final class RedisResponseStore: ResponseStore {
 
     /// Removes every entry whose metadata satisfies `predicate`. The metadata is listed first
     /// (without bodies); an entry replaced since it was listed is kept.
-    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer.
+    /// - Throws: `HTTPCachingError.unavailable` when Redis cannot answer.
     public func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
         let chosen = try listMetadata().filter { predicate($0.info) }
         progress(RemovalProgress(removed: 0, total: chosen.count))
@@ -197,7 +197,7 @@ public final class RedisResponseStore: ResponseStore {
                 })
             }
             if let message = replies.lazy.compactMap(\.errorMessage).first(where: { !$0.hasPrefix("WRONGTYPE") }) {
-                throw ResponseStoreError.unavailable(reason: "Redis refused a removal: \(message)")
+                throw HTTPCachingError.unavailable(reason: "Redis refused a removal: \(message)")
             }
             removed += batch.count
             progress(RemovalProgress(removed: removed, total: chosen.count))
@@ -206,7 +206,7 @@ public final class RedisResponseStore: ResponseStore {
 
     /// The metadata of every entry, read from each entry's small metadata field (never the
     /// body), a `SCAN` batch at a time. Values under the prefix that are not entries are removed.
-    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer.
+    /// - Throws: `HTTPCachingError.unavailable` when Redis cannot answer.
     public func entryInfos() throws -> [StoredEntryInfo] {
         try listMetadata().map(\.info)
     }
@@ -296,7 +296,7 @@ public final class RedisResponseStore: ResponseStore {
     /// The partition secret: 32 random bytes under `<prefix>secret`, with no time to live,
     /// created by the first store to ask (`SET NX`) and shared by every store on the prefix;
     /// kept in memory after the first read.
-    /// - Throws: `ResponseStoreError.unavailable` when Redis cannot answer, or holds a value
+    /// - Throws: `HTTPCachingError.unavailable` when Redis cannot answer, or holds a value
     ///   there that is not a secret.
     public func partitionSecret() throws -> [UInt8] {
         if let known = secret.withLock({ $0 }) { return known }
@@ -308,7 +308,7 @@ public final class RedisResponseStore: ResponseStore {
         guard case .bulkString(let value?) = replies[1], value.count == 32 else {
             let reason = replies.lazy.compactMap(\.errorMessage).first.map { "Redis refused it: \($0)" }
                 ?? "the value there is not a 32-byte secret; delete the key to make a new one"
-            throw ResponseStoreError.unavailable(reason: "cannot read the partition secret at \(String(decoding: key, as: UTF8.self)): \(reason)")
+            throw HTTPCachingError.unavailable(reason: "cannot read the partition secret at \(String(decoding: key, as: UTF8.self)): \(reason)")
         }
         return secret.withLock { known in
             if known == nil { known = value }
@@ -346,11 +346,11 @@ public final class RedisResponseStore: ResponseStore {
     private func unlink(_ keys: [[UInt8]]) throws {
         guard !keys.isEmpty else { return }
         let reply = try call { () throws(RedisClientError) in try pool.execute(RedisCommand("UNLINK", arguments: keys)) }
-        if let message = reply.errorMessage { throw ResponseStoreError.unavailable(reason: "Redis refused UNLINK: \(message)") }
+        if let message = reply.errorMessage { throw HTTPCachingError.unavailable(reason: "Redis refused UNLINK: \(message)") }
     }
 
     /// Removes a damaged or foreign value (if Redis answers) and makes the error reporting it.
-    private func corrupt(_ key: CacheKey, _ redisKey: [UInt8], _ reason: String) -> ResponseStoreError {
+    private func corrupt(_ key: CacheKey, _ redisKey: [UInt8], _ reason: String) -> HTTPCachingError {
         do {
             try unlink([redisKey])
         } catch {
@@ -359,12 +359,12 @@ public final class RedisResponseStore: ResponseStore {
         return .corruptEntry(key: key, reason: reason)
     }
 
-    private func unexpected(_ reply: RESPValue, to command: String) -> ResponseStoreError {
+    private func unexpected(_ reply: RESPValue, to command: String) -> HTTPCachingError {
         .unavailable(reason: reply.errorMessage.map { "Redis refused \(command): \($0)" } ?? "an unexpected reply to \(command)")
     }
 
-    /// Runs Redis calls, reporting a failure as `ResponseStoreError.unavailable`.
-    private func call<T>(_ body: () throws(RedisClientError) -> T) throws(ResponseStoreError) -> T {
+    /// Runs Redis calls, reporting a failure as `HTTPCachingError.unavailable`.
+    private func call<T>(_ body: () throws(RedisClientError) -> T) throws(HTTPCachingError) -> T {
         do {
             return try body()
         } catch {

@@ -7,7 +7,7 @@ import Synchronization
 /// Reads and writes may block (on a disk, on a server): the cache never calls them on
 /// Foundation's shared URLSession queue, only `immediateEntry(for:)`, which must not block.
 /// An entry that cannot be read is a miss: one found damaged should be removed and reported
-/// by throwing `ResponseStoreError.corruptEntry`. Any other error thrown is reported as a
+/// by throwing `HTTPCachingError.corruptEntry`. Any other error thrown is reported as a
 /// `storeFailed` event, and the request goes on to the network.
 ///
 /// A store of your own implements five requirements: `entry(for:)`, `write(_:)`,
@@ -18,7 +18,7 @@ import Synchronization
 /// `HTTPCachingTestKit.StoreConformance` checks the behaviour every store must show.
 public protocol ResponseStore: Sendable {
     /// The entry stored under a key, or nil. Counts as a use for least-recently-used eviction.
-    /// - Throws: `ResponseStoreError.corruptEntry` for a damaged entry (removed), or the
+    /// - Throws: `HTTPCachingError.corruptEntry` for a damaged entry (removed), or the
     ///   store's own error when it cannot answer.
     func entry(for key: CacheKey) throws -> CacheEntry?
 
@@ -240,23 +240,6 @@ public struct RemovalProgress: Sendable, Equatable {
     }
 }
 
-/// Errors a store reports while answering.
-public enum ResponseStoreError: Error, Equatable, CustomStringConvertible {
-    /// The entry for a key could not be read (damaged, truncated or foreign); it was removed.
-    /// The cache treats it as a miss and reports a `corrupted` event.
-    case corruptEntry(key: CacheKey, reason: String)
-    /// The store cannot be reached or did not answer in time (a server down, a timeout). The
-    /// cache treats it as a miss and reports a `storeFailed` event.
-    case unavailable(reason: String)
-
-    /// What went wrong, in a sentence.
-    public var description: String {
-        switch self {
-        case .corruptEntry(let key, let reason): "corrupt entry for \(key) removed: \(reason)"
-        case .unavailable(let reason): "the store is unavailable: \(reason)"
-        }
-    }
-}
 
 /// An entry being written to a store as its body arrives: append the parts, then commit (the
 /// entry is stored, whole) or abort (nothing of it remains). Made by

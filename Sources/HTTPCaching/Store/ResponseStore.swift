@@ -266,24 +266,19 @@ public protocol ResponseStoreWriter: AnyObject, Sendable {
 }
 
 /// The writer a store gets by default: the body in memory, each entry written whole on commit.
-public final class BufferingWriter: ResponseStoreWriter, @unchecked Sendable {
+final class BufferingWriter: ResponseStoreWriter, @unchecked Sendable {
     private let store: any ResponseStore
     private var buffer = Data()
 
-    /// A writer for `store`.
-    public init(_ store: any ResponseStore) {
+    init(_ store: any ResponseStore) {
         self.store = store
     }
 
-    /// Keeps the part.
-    public func append(_ bytes: Data) { buffer.append(bytes) }
+    func append(_ bytes: Data) { buffer.append(bytes) }
 
-    /// The parts so far.
-    public var body: Data { buffer }
+    var body: Data { buffer }
 
-    /// Writes each entry with the body kept.
-    /// - Throws: what the store's `write(_:)` throws.
-    public func commit(_ entries: [CacheEntry]) throws -> StoreWriteResult {
+    func commit(_ entries: [CacheEntry]) throws -> StoreWriteResult {
         defer { buffer = Data() }
         var result = StoreWriteResult(stored: true)
         for var entry in entries {
@@ -295,6 +290,5 @@ public final class BufferingWriter: ResponseStoreWriter, @unchecked Sendable {
         return result
     }
 
-    /// Forgets the parts.
-    public func abort() { buffer = Data() }
+    func abort() { buffer = Data() }
 }

@@ -14,6 +14,8 @@ final class CacheEngine: Sendable {
     let now: @Sendable () -> Date
     let hub = EventHub()
     let flights = Flights()
+    /// What the cache has done, counted as it happens.
+    let statistics: StatisticsCounters
     /// Where store reads and writes happen: never Foundation's shared URLSession queue. Serial
     /// queues, each with a thread of its own when busy (serial queues never wait for a thread
     /// the way a concurrent queue on the shared pool can when other work blocks it); a URL
@@ -33,6 +35,7 @@ final class CacheEngine: Sendable {
         self.configuration = configuration
         self.store = store
         self.now = now
+        statistics = StatisticsCounters(since: now())
         storeIsInMemory = store.answersFromMemory
         ioQueues = (0..<8).map { DispatchQueue(label: "HTTPCaching.io.\($0)", qos: .userInitiated) }
         for queue in ioQueues { queue.setSpecific(key: ioQueueKey, value: true) }
@@ -45,6 +48,7 @@ final class CacheEngine: Sendable {
     }
 
     func emit(_ kind: CacheEvent.Kind, _ key: CacheKey, _ url: URL?) {
+        statistics.count(kind)
         let date = now()
         switch kind.value {
         case .notStored(let reason):

@@ -59,6 +59,19 @@ public final class HTTPCache: Sendable {
         return stream
     }
 
+    // MARK: - Statistics
+
+    /// What the cache has done since it was made or last reset, and what its store holds now:
+    /// a consistent snapshot. `prometheusText(prefix:)` exposes it for a `/metrics` route.
+    public var statistics: CacheStatistics {
+        engine.statistics.snapshot(store: store)
+    }
+
+    /// Starts the counters again from zero (the store's gauges are read as they are).
+    public func resetStatistics() {
+        engine.statistics.reset(since: now())
+    }
+
     // MARK: - Management of the whole cache
 
     // One request's entry is managed through the `CacheInstallation` of the sessions that

@@ -16,6 +16,7 @@ enum BackgroundRefresh {
                 cache.endRefresh(previous.key)
                 return
             }
+            binding.count(refreshesStarted: 1)
             var refreshHop = hop
             refreshHop.body = .none
             refreshHop.key = previous.key.primary

@@ -11,6 +11,7 @@ extension Exchange {
         switch action {
         case .emit(let kind):
             cache.emit(kind, hop.key, hop.request.url)
+            if kind.isAboutRequests { binding.statistics.count(kind) }
         case .serve(let entry, let form, let disposition):
             endFlight()
             serve(entry, form: form, disposition: disposition)
@@ -116,5 +117,16 @@ extension Exchange {
             return (state.flight, state.stored)
         }
         if case .leading(let key) = flight { cache.flights.end(key, entry: stored) }
+    }
+}
+
+extension CacheEvent.Kind {
+    /// Whether the kind is about one installation's requests (how they were answered, their
+    /// refreshes), not about the store the installations share.
+    var isAboutRequests: Bool {
+        switch value {
+        case .served, .collapsed, .refreshed, .refreshFailed: true
+        default: false
+        }
     }
 }

@@ -15,6 +15,7 @@ extension Exchange {
             return resolve(Caller.Held(kind: kind, response: response, body: body), caller)
         }
         caller.saveCredentialIfUsed(binding: binding)
+        binding.count(servedFromStore: body.count)
         caller.delivery.deliver(response, body: body)
     }
 

@@ -36,7 +36,12 @@ extension Exchange {
                 state.forwarded = (task.taskIdentifier, UncheckedBox(task))
                 return true
             }
-            if go { task.resume() } else { task.cancel() }
+            if go {
+                self.binding.count(originRequests: 1)
+                task.resume()
+            } else {
+                task.cancel()
+            }
         }
     }
 
@@ -67,6 +72,7 @@ extension Exchange {
     }
 
     func forwardReceived(_ data: Data, from task: Int) {
+        binding.count(fetchedFromOrigin: data.count)
         run(input(from: task) { $0.body(data) })
     }
 

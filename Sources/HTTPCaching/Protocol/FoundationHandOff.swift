@@ -35,8 +35,17 @@ final class FoundationHandOff: @unchecked Sendable {
         inner = type.init(task: task, cachedResponse: nil, client: relay)
     }
 
+    private let started = Mutex(false)
+
     /// Starts the transfer, or resumes it after a suspension (Foundation's class tells which).
-    func start() { inner.startLoading() }
+    func start() {
+        let first = started.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        if first { relay.binding.count(originRequests: 1) }
+        inner.startLoading()
+    }
 
     /// Suspends the transfer (`suspend()`); `start()` resumes it.
     func suspend() { inner.stopLoading() }
@@ -52,7 +61,7 @@ final class FoundationHandOff: @unchecked Sendable {
     private final class Relay: NSObject, URLProtocolClient, @unchecked Sendable {
         private let client: any URLProtocolClient
         private let task: URLSessionTask
-        private let binding: ProtocolBinding
+        let binding: ProtocolBinding
         private let stopped = Mutex(false)
 
         init(client: any URLProtocolClient, task: URLSessionTask, binding: ProtocolBinding) {
@@ -94,6 +103,7 @@ final class FoundationHandOff: @unchecked Sendable {
         /// Called on the task's work queue. A storable download's file is stored first, off
         /// that queue; the end then comes back to it, unless the task ended meanwhile.
         func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
+            binding.count(fetchedFromOrigin: Int(task.countOfBytesReceived))
             guard let storing = DownloadStoring(task: task, inner: `protocol`, binding: binding),
                   let queue = TaskIntrospection.workQueue(of: task) else {
                 return client.urlProtocolDidFinishLoading(`protocol`)

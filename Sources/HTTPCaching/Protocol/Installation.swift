@@ -19,6 +19,21 @@ public final class CacheInstallation: Sendable {
         self.protocolClass = protocolClass
     }
 
+    /// What these sessions asked of the cache since the installation was made (requests by
+    /// how they were answered, origin requests, bytes, refreshes), with the store's counters
+    /// and gauges, which are the cache's: the installations of one cache share its store.
+    public var statistics: CacheStatistics {
+        var mine = binding.statistics.snapshot(store: binding.cache.store)
+        let cache = binding.cache.statistics
+        mine.stored = cache.stored
+        mine.notStored = cache.notStored
+        mine.evictions = cache.evictions
+        mine.invalidations = cache.invalidations
+        mine.corruptions = cache.corruptions
+        mine.storeFailures = cache.storeFailures
+        return mine
+    }
+
     /// The key a request is stored under by these sessions.
     /// - Throws: what the store's `partitionSecret()` throws, for a credentialed request.
     public func key(for request: URLRequest) throws -> CacheKey {

@@ -29,6 +29,9 @@ final class ProtocolBinding: Sendable {
     /// The caller's credential storage, for authentication challenges (the same object its
     /// session uses).
     let credentialStorage: UncheckedBox<URLCredentialStorage?>
+    /// What this installation's sessions asked of the cache (requests, origin traffic,
+    /// refreshes); the store's own counters are the cache's.
+    let statistics: StatisticsCounters
 
     init(cache: HTTPCache, forwarding configuration: URLSessionConfiguration) {
         self.cache = cache
@@ -39,7 +42,16 @@ final class ProtocolBinding: Sendable {
         sessionHeaders = headers
         keys = KeyDerivation(configuration: cache.configuration, sessionHeaders: headers)
         credentialStorage = UncheckedBox(configuration.urlCredentialStorage)
+        statistics = StatisticsCounters(since: cache.engine.now())
         forwarding = ForwardingSession(configuration: configuration)
+    }
+
+    /// Counts traffic for the cache and for this installation.
+    func count(originRequests: Int = 0, servedFromStore: Int = 0, fetchedFromOrigin: Int = 0, refreshesStarted: Int = 0) {
+        for counters in [engine.statistics, statistics] {
+            counters.add(originRequests: originRequests, servedFromStore: servedFromStore, fetchedFromOrigin: fetchedFromOrigin,
+                         refreshesStarted: refreshesStarted)
+        }
     }
 
     /// The key of the entry stored under a request's URL, with this binding's session headers.

@@ -9,9 +9,12 @@ extension DiskResponseStore {
     /// A writer that puts each part of the body in a temporary file as it arrives, checksummed
     /// as it goes; commit appends the metadata and renames the file into place (a second entry
     /// for the same body, a `Vary` variant, gets a copy made by the kernel), abort removes it.
-    /// Nothing holds the body in memory.
+    /// Nothing holds the body in memory, unless the store has a transform, which encodes the
+    /// whole body: then the parts are kept until the commit writes the entry.
     /// - Throws: `HTTPCachingError.io` if the temporary file cannot be created.
     public func makeWriter(for key: CacheKey) throws -> any ResponseStoreWriter {
+        // A transform encodes the whole body: the parts wait in memory, then the entry is written.
+        if transform != nil { return BufferingWriter(self) }
         let temporary = Self.temporaryName()
         let fd = files.open(temporary, O_RDWR | O_CREAT | O_EXCL)
         guard fd >= 0 else { throw HTTPCachingError.io(operation: "create", path: files.path + "/" + temporary, errno: errno) }

@@ -61,6 +61,9 @@ public final class DiskResponseStore: ResponseStore {
     public let trimRatio: Double
     /// Permanent or per-session. The default is permanent.
     public let policy: StoragePolicy
+    /// The transform bodies are stored with (compression, encryption); nil stores them as they
+    /// are. Entries written with another transform, or none, are misses. The default is nil.
+    public let transform: (any StoreTransform)?
 
     /// Called on the store's background queue with the keys a background trim evicted, least
     /// recently used first. Each eviction is reported once: here, or, without a handler (or to
@@ -93,7 +96,7 @@ public final class DiskResponseStore: ResponseStore {
     ///   outside 0...1.
     public init(directory: URL = DiskResponseStore.defaultDirectory, byteLimit: Int = 256 << 20,
                 countLimit: Int = 100_000, maxEntrySize: Int = 16 << 20, trimRatio: Double = 0.7,
-                policy: StoragePolicy = .permanent) throws {
+                policy: StoragePolicy = .permanent, transform: (any StoreTransform)? = nil) throws {
         guard byteLimit >= 0, countLimit >= 0, maxEntrySize >= 0 else {
             throw HTTPCachingError.invalidLimit("byteLimit, countLimit and maxEntrySize must not be negative")
         }
@@ -106,6 +109,7 @@ public final class DiskResponseStore: ResponseStore {
         self.maxEntrySize = maxEntrySize
         self.trimRatio = trimRatio
         self.policy = policy
+        self.transform = transform
         maxFileSize = maxEntrySize > (Int.max - 65_536) / 2 ? Int.max : maxEntrySize * 2 + 65_536
 
         let base = try StoreDirectory(creating: directory.path)
@@ -216,14 +220,19 @@ public final class DiskResponseStore: ResponseStore {
             let (bodyLength, metadata) = try EntryFileFormat.decode(UnsafeRawBufferPointer(start: buffer, count: size),
                                                                     expecting: key, reusing: cached)
             if let metadata { decodedMetadata.set(name, metadata) }
-            var entry = (metadata ?? cached!).entry
+            let decoded = metadata ?? cached!
+            guard decoded.transform == transform?.name else { return nil } // another transform's entry: a miss
+            var entry = decoded.entry
             entry.key = key.key
             // The body is the first bytes of the buffer: handed out without a copy.
             entry.body = Data(bytesNoCopy: buffer, count: bodyLength, deallocator: .free)
             owned = false
+            if let transform { entry.body = try decodeBody(entry.body, transform, name) }
             return entry
         } catch .keyMismatch {
             return nil // another key's entry: a miss, and its file stays
+        } catch .transformFailed(let reason) {
+            throw HTTPCachingError.unavailable(reason: reason) // a store failure: the entry stays
         } catch .unsupportedVersion {
             files.unlink(name.fileName, ifStill: info) // an older release's entry: a miss
             forget(name)
@@ -258,8 +267,10 @@ public final class DiskResponseStore: ResponseStore {
     public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
         guard !isClosed else { return StoreWriteResult(stored: false) }
         let name = EntryName(entry.key)
+        var entry = entry
+        if let transform { entry.body = try transform.encode(entry.body) }
         let size = entry.byteCount
-        let tail = size <= maxEntrySize ? EntryFileFormat.encodeTail(entry) : []
+        let tail = size <= maxEntrySize ? EntryFileFormat.encodeTail(entry, transform: transform?.name) : []
         guard size <= maxEntrySize, size <= byteLimit, countLimit > 0,
               entry.body.count <= maxFileSize - tail.count else {
             try removeEntry(named: name)
@@ -273,6 +284,15 @@ public final class DiskResponseStore: ResponseStore {
             throw HTTPCachingError.io(operation: "write", path: files.path + "/" + temporary, errno: errno)
         }
         return try install(temporary, as: name, IndexEntry(entry))
+    }
+
+    /// A body decoded by the store's transform; its failure is the read's (never a wrong body).
+    private func decodeBody(_ stored: Data, _ transform: any StoreTransform, _ name: EntryName) throws(EntryFileFormat.DecodeError) -> Data {
+        do {
+            return try transform.decode(stored)
+        } catch {
+            throw .transformFailed("\(transform.name): \(error)")
+        }
     }
 
     /// A name for a file being written: this process's id (so an abandoned one is recognised)

@@ -8,7 +8,8 @@ import Foundation
 ///
 ///     body                 bodyLength bytes
 ///     metadata             metadataLength bytes: flags, status, stored-at, generation,
-///                          windows?, useful-until?, the key's storage string, the URL,
+///                          windows?, useful-until?, transform name? (flag 4: the body is
+///                          that transform's encoding), the key's storage string, the URL,
 ///                          header fields and vary values (sorted by the UTF-8 of their names)
 ///     trailer (40 bytes)   bodyLength u64, metadataLength u32, 0 u32,
 ///                          body checksum u64 (`BodyChecksum` of the body),
@@ -39,6 +40,9 @@ enum EntryFileFormat {
         /// Whole and intact, but stored under another key (a file-name collision): a miss,
         /// and the bytes belong to that other key.
         case keyMismatch
+        /// Whole and intact, but the store's transform could not decode the body: a store
+        /// failure, not damage (the entry stays).
+        case transformFailed(String)
 
         var description: String {
             switch self {
@@ -48,6 +52,7 @@ enum EntryFileFormat {
             case .checksumMismatch: "checksum mismatch: the entry is damaged"
             case .malformed(let what): "malformed entry: \(what)"
             case .keyMismatch: "the entry holds another key"
+            case .transformFailed(let reason): "the store's transform could not decode the body: \(reason)"
             }
         }
     }
@@ -65,9 +70,9 @@ enum EntryFileFormat {
 
     // MARK: - Encoding
 
-    /// The whole encoding of an entry.
-    static func encode(_ entry: CacheEntry) -> Data {
-        let tail = encodeTail(entry)
+    /// The whole encoding of an entry (its body already encoded by `transform`, when named).
+    static func encode(_ entry: CacheEntry, transform: String? = nil) -> Data {
+        let tail = encodeTail(entry, transform: transform)
         var data = Data(capacity: entry.body.count + tail.count)
         data.append(entry.body)
         data.append(contentsOf: tail)
@@ -75,18 +80,22 @@ enum EntryFileFormat {
     }
 
     /// The metadata and trailer of an entry: what follows its body.
-    static func encodeTail(_ entry: CacheEntry) -> [UInt8] {
-        encodeTail(entry, bodyLength: entry.body.count, bodyChecksum: entry.body.withUnsafeBytes { BodyChecksum.checksum($0) })
+    static func encodeTail(_ entry: CacheEntry, transform: String? = nil) -> [UInt8] {
+        encodeTail(entry, bodyLength: entry.body.count, bodyChecksum: entry.body.withUnsafeBytes { BodyChecksum.checksum($0) },
+                   transform: transform)
     }
 
     /// The metadata and trailer of an entry whose body (`bodyLength` bytes with this
     /// checksum) was written before, in parts; `entry.body` is not read.
-    static func encodeTail(_ entry: CacheEntry, bodyLength: Int, bodyChecksum: UInt64) -> [UInt8] {
+    /// A `transform` named here is stored with the entry (flag 4): its body is that
+    /// transform's encoding.
+    static func encodeTail(_ entry: CacheEntry, bodyLength: Int, bodyChecksum: UInt64, transform: String? = nil) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(256 + entry.key.url.utf8.count * 2)
         var flags: UInt8 = 0
         if entry.windows != nil { flags |= 1 }
         if entry.usefulUntil != nil { flags |= 2 }
+        if transform != nil { flags |= 4 }
         out.append(flags)
         append(&out, Int64(entry.statusCode))
         append(&out, entry.storedAt.timeIntervalSinceReferenceDate.bitPattern)
@@ -96,6 +105,7 @@ enum EntryFileFormat {
             append(&out, windows.usable.bitPattern)
         }
         if let usefulUntil = entry.usefulUntil { append(&out, usefulUntil.timeIntervalSinceReferenceDate.bitPattern) }
+        if let transform { appendString(&out, transform) }
         appendString(&out, entry.key.storageString)
         appendString(&out, entry.url.absoluteString)
         for fields in [entry.headers, entry.varyValues] {
@@ -125,6 +135,13 @@ enum EntryFileFormat {
     ///   collision, or a foreign file) throw `.keyMismatch`, never give the wrong response.
     /// - Throws: `DecodeError` for anything but a whole, intact entry of this version.
     static func decode(_ data: Data, expecting key: CacheKey? = nil) throws(DecodeError) -> CacheEntry {
+        try decodeWithTransform(data, expecting: key).entry
+    }
+
+    /// Decodes a whole encoding, with the name of the transform that encoded its body (nil:
+    /// none); the body is returned as stored.
+    /// - Throws: `DecodeError` for anything but a whole, intact entry of this version.
+    static func decodeWithTransform(_ data: Data, expecting key: CacheKey? = nil) throws(DecodeError) -> (entry: CacheEntry, transform: String?) {
         let expected = key.map { (key: $0, bytes: EntryName.storageBytes(of: $0)) }
         let result: Result<(Int, Metadata?), DecodeError> = data.withUnsafeBytes { raw in
             do throws(DecodeError) { return .success(try decode(raw, expecting: expected, reusing: nil)) } catch { return .failure(error) }
@@ -132,7 +149,7 @@ enum EntryFileFormat {
         let (bodyLength, metadata) = try result.get()
         var entry = metadata!.entry
         entry.body = data.startIndex == 0 ? data.prefix(bodyLength) : Data(data.prefix(bodyLength))
-        return entry
+        return (entry, metadata!.transform)
     }
 
     /// An entry's metadata as decoded once, so a later read of the same bytes (the same
@@ -144,6 +161,8 @@ enum EntryFileFormat {
         var length: Int
         /// The stored key's storage string.
         var keyBytes: [UInt8]
+        /// The transform that encoded the body, if any.
+        var transform: String?
     }
 
     /// Checks and decodes a whole encoding in memory, comparing the stored key with
@@ -213,7 +232,7 @@ enum EntryFileFormat {
         try verifyMetadataChecksum(metadata, trailer)
         var reader = Reader(bytes: metadata, offset: 0)
         let flags = try reader.byte()
-        guard flags & ~3 == 0 else { throw .malformed("unknown flags") }
+        guard flags & ~7 == 0 else { throw .malformed("unknown flags") }
         let status = try reader.integer(Int64.self)
         guard let statusCode = Int(exactly: status) else { throw .malformed("status") }
         let storedSeconds = Double(bitPattern: try reader.integer(UInt64.self))
@@ -234,6 +253,7 @@ enum EntryFileFormat {
             guard seconds.isFinite, abs(seconds) < 1e11 else { throw .malformed("useful-until") }
             usefulUntil = Date(timeIntervalSinceReferenceDate: seconds)
         }
+        let transform = flags & 4 != 0 ? try reader.string() : nil
         let storedKey = try reader.slice()
         let entryKey = try decodeKey(storedKey, expecting: key)
         guard let url = URL(string: try reader.string()) else { throw .malformed("URL") }
@@ -243,7 +263,8 @@ enum EntryFileFormat {
         let entry = CacheEntry(key: entryKey, url: url, statusCode: statusCode, headers: headers, body: Data(),
                                storedAt: storedAt, windows: windows, varyValues: varyValues,
                                generation: generation, usefulUntil: usefulUntil)
-        return Metadata(entry: entry, checksum: trailer.metadataChecksum, length: metadata.count, keyBytes: Array(storedKey))
+        return Metadata(entry: entry, checksum: trailer.metadataChecksum, length: metadata.count, keyBytes: Array(storedKey),
+                        transform: transform)
     }
 
     /// The key of the stored storage string: `key.key` when it is `key.bytes`, else

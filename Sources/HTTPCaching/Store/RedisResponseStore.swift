@@ -23,6 +23,9 @@ import Synchronization
 public final class RedisResponseStore: ResponseStore {
     /// The server, credentials, prefix, timeouts and limits.
     public let configuration: RedisConfiguration
+    /// The transform bodies are stored with (compression, encryption); nil stores them as they
+    /// are. Entries written with another transform, or none, are misses. The default is nil.
+    public let transform: (any StoreTransform)?
 
     let pool: RedisConnectionPool
     let layout: RedisEntryLayout
@@ -36,9 +39,10 @@ public final class RedisResponseStore: ResponseStore {
     /// A store on the server a configuration names. It connects on first use, so it can be
     /// made while the server is down.
     /// - Throws: `HTTPCachingError.invalidValue` for a field out of range.
-    public init(configuration: RedisConfiguration) throws(HTTPCachingError) {
+    public init(configuration: RedisConfiguration, transform: (any StoreTransform)? = nil) throws(HTTPCachingError) {
         try configuration.validate()
         self.configuration = configuration
+        self.transform = transform
         layout = RedisEntryLayout(prefix: configuration.keyPrefix)
         // Replies are bounded by what this store writes: an entry is at most maxEntrySize,
         // and its encoding adds a few bytes per header field.
@@ -52,8 +56,9 @@ public final class RedisResponseStore: ResponseStore {
     /// A store on the server a URL names, `redis://[user:password@]host:port[/db]`, with the
     /// other settings at their defaults.
     /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL.
-    public convenience init(url: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(HTTPCachingError) {
-        try self.init(configuration: RedisConfiguration(url: url, keyPrefix: keyPrefix))
+    public convenience init(url: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix,
+                            transform: (any StoreTransform)? = nil) throws(HTTPCachingError) {
+        try self.init(configuration: RedisConfiguration(url: url, keyPrefix: keyPrefix), transform: transform)
     }
 
     /// The largest entry stored (`RedisConfiguration.maxEntrySize`). The default is 8 MiB.
@@ -96,7 +101,7 @@ public final class RedisResponseStore: ResponseStore {
         }
     }
 
-    private func decode(_ key: CacheKey, _ redisKey: [UInt8], _ metadataBytes: [UInt8], _ data: [UInt8]) throws -> CacheEntry {
+    private func decode(_ key: CacheKey, _ redisKey: [UInt8], _ metadataBytes: [UInt8], _ data: [UInt8]) throws -> CacheEntry? {
         let metadata: RedisEntryMetadata
         do {
             metadata = try RedisEntryMetadata(decoding: metadataBytes)
@@ -107,11 +112,13 @@ public final class RedisResponseStore: ResponseStore {
             throw corrupt(key, redisKey, "the value holds another key")
         }
         var entry: CacheEntry
+        let storedTransform: String?
         do {
-            entry = try EntryFileFormat.decode(Data(data))
+            (entry, storedTransform) = try EntryFileFormat.decodeWithTransform(Data(data))
         } catch {
             throw corrupt(key, redisKey, error.description)
         }
+        guard storedTransform == transform?.name else { return nil } // another transform's entry: a miss
         guard entry.key.method == key.method, entry.key.url == key.url, entry.storedAt == metadata.storedAt,
               entry.statusCode == metadata.statusCode else {
             throw corrupt(key, redisKey, "the metadata and the entry disagree")
@@ -121,6 +128,13 @@ public final class RedisResponseStore: ResponseStore {
         entry.key = key
         entry.generation = metadata.generation
         entry.usefulUntil = metadata.usefulUntil
+        if let transform {
+            do {
+                entry.body = try transform.decode(entry.body)
+            } catch {
+                throw HTTPCachingError.unavailable(reason: "the store's transform could not decode the body: \(transform.name): \(error)")
+            }
+        }
         return entry
     }
 
@@ -137,7 +151,9 @@ public final class RedisResponseStore: ResponseStore {
             try unlink([redisKey])
             return StoreWriteResult(stored: false)
         }
-        let data = EntryFileFormat.encode(entry)
+        var stored = entry
+        if let transform { stored.body = try transform.encode(entry.body) }
+        let data = EntryFileFormat.encode(stored, transform: transform?.name)
         let replies = try call { () throws(RedisClientError) in
             try pool.execute([RedisCommand("MULTI"),
                               RedisCommand("UNLINK", redisKey),

@@ -21,6 +21,33 @@ enum TransparencyBench {
         return median((0..<rounds).map { _ in requestsPerSecond(session, urls: hot, callers: 8, total: total) })
     }
 
+    /// Sequential 1 KB memory hits, in microseconds, with the cache's statistics counted and
+    /// without (`HTTP_CACHING_STATISTICS=off` when the second cache is made), interleaved.
+    static func statisticsCost(origin: LoopbackOrigin, count: Int, rounds: Int) -> (on: Double, off: Double) {
+        func session() -> URLSession {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.enableHTTPCaching(HTTPCache(configuration: CacheConfiguration(windows: CacheWindows(fresh: 3600, usable: 7200))))
+            return URLSession(configuration: configuration)
+        }
+        let counting = session()
+        setenv("HTTP_CACHING_STATISTICS", "off", 1)
+        let silent = session()
+        unsetenv("HTTP_CACHING_STATISTICS")
+        defer { [counting, silent].forEach { $0.finishTasksAndInvalidate() } }
+        let hot = (0..<HTTPBench.hotKeys).map { origin.url("/body/1024?statistics=\($0)") }
+        for url in hot { get(counting, url); get(silent, url) }
+        var on: [Double] = [], off: [Double] = []
+        for _ in 0..<rounds {
+            for (session, times) in [(counting, 0), (silent, 1)] {
+                let start = now()
+                for index in 0..<count { get(session, hot[index % hot.count]) }
+                let perRequest = (now() - start) / Double(count)
+                if times == 0 { on.append(perRequest) } else { off.append(perRequest) }
+            }
+        }
+        return (median(on), median(off))
+    }
+
     /// Memory hits per second on one session, alone and while another session's store takes
     /// 300 ms per read, in the same process.
     static func slowNeighbour(origin: LoopbackOrigin, total: Int, rounds: Int) -> (alone: Double, beside: Double) {

@@ -114,6 +114,10 @@ for size in HTTPBench.sizes {
     lines.append("ratio.hit_over_urlcache\(size.suffix)=\(formatRatio(hit / (m["urlcache"] ?? .nan)))")
 }
 
+let statistics = TransparencyBench.statisticsCost(origin: origin, count: quick ? 500 : 2000, rounds: rounds)
+print("\n1 KB memory hits: \(formatMicros(statistics.on)) µs with statistics counted, \(formatMicros(statistics.off)) µs without")
+lines.append("ratio.hit_statistics_on_over_off=\(formatRatio(statistics.on / statistics.off))")
+
 let total = quick ? 1000 : 4000
 let c8 = http.concurrentHits(callers: 8, total: total, rounds: 3)
 let c64 = http.concurrentHits(callers: 64, total: total, rounds: 3)

@@ -60,13 +60,18 @@ public struct CacheStatistics: Sendable, Equatable {
 /// The counters behind `CacheStatistics`, fed by the engine's events and by the plumbing.
 final class StatisticsCounters: Sendable {
     private let counts: Mutex<CacheStatistics>
+    /// Off only for `cache-bench`'s comparison (`HTTP_CACHING_STATISTICS=off` when the cache
+    /// is made): statistics are meant to stay on.
+    private let enabled: Bool
 
     init(since: Date) {
         counts = Mutex(CacheStatistics(since: since))
+        enabled = ProcessInfo.processInfo.environment["HTTP_CACHING_STATISTICS"] != "off"
     }
 
     /// Counts an event.
     func count(_ kind: CacheEvent.Kind) {
+        guard enabled else { return }
         counts.withLock { counts in
             switch kind.value {
             case .served(let status): counts.requests[status, default: 0] += 1
@@ -85,6 +90,7 @@ final class StatisticsCounters: Sendable {
 
     /// Counts what events do not tell.
     func add(originRequests: Int = 0, servedFromStore: Int = 0, fetchedFromOrigin: Int = 0, refreshesStarted: Int = 0) {
+        guard enabled else { return }
         counts.withLock { counts in
             counts.originRequests += originRequests
             counts.bytesServedFromStore += servedFromStore

@@ -5,6 +5,65 @@ import FoundationNetworking
 
 /// The transaction's steps that more than one input leads to.
 extension CacheTransaction {
+    /// A 304: the stored entry, revalidated, if the 304 selects it (RFC 9111 section 4.3.4);
+    /// else one more request, unconditional.
+    mutating func notModified(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
+        guard !pending.conditional.isEmpty, let entry = pending.entry else { return badResponse(head, pending, now: now) }
+        guard Validation.selects(head, entry) else {
+            // A 304 that selects no stored response updates nothing: ask once more, unconditionally.
+            guard !pending.retriedUnconditionally else { return badResponse(head, pending, now: now) }
+            var retry = pending
+            retry.conditional = [:]
+            retry.retriedUnconditionally = true
+            state = .awaitingHead(retry)
+            return [.cancelForward, .forward(conditional: [:])]
+        }
+        state = .done
+        var merged = Validation.merge(entry, notModified: head, keepingCookies: context.configuration.storesResponsesSettingCookies,
+                                      now: now)
+        merged.usefulUntil = CacheDecision.usefulUntil(merged, configuration: context.configuration)
+        if isRefresh { return storing(merged) + [.finish, .emit(.refreshed(bodyChanged: false))] }
+        let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
+        let disposition = Disposition(status: .revalidated, forward: pending.plan.reason, forwardStatus: 304, stored: true,
+                                      ttl: ttl(merged.statusCode, merged.header, windows: merged.windows, now: now),
+                                      age: CacheDecision.servedAge(of: merged, policy: policy, now: now))
+        return storing(merged) + [.emit(.served(.revalidated)), .serve(merged, .whole, disposition)]
+    }
+
+    /// A final answer to receive: stored or not (and why), its head to the caller.
+    mutating func receive(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
+        let plan = pending.plan
+        let method = context.request.httpMethod?.uppercased() ?? "GET"
+        let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
+        var reason = Storability.reasonNotToStore(method: method, response: head, policy: policy,
+                                                  credentialed: context.credentialed, configuration: context.configuration)
+        if reason == nil && !plan.store { reason = .requestNoStore }
+        if reason == nil, let length = head.contentLength, length > context.maxEntrySize {
+            reason = .tooLarge(bytes: length, limit: context.maxEntrySize)
+        }
+        let storing = reason == nil
+        var actions: [Action] = []
+        if !storing, plan.replacesEntry, let entry = pending.entry, (200..<400).contains(head.statusCode) {
+            actions.append(.remove(entry.key)) // superseded by an answer that may not be stored
+        }
+        if let reason { actions.append(.emit(.notStored(reason))) }
+        if detached && !storing {
+            state = .done // nobody to deliver to, nothing to store
+            return actions + [.cancelForward]
+        }
+        var receiving = Receiving(head: head, plan: plan, storing: storing, previous: pending.entry)
+        // Nobody needs the body whole (a delegate takes chunks; a refresh has no caller), and
+        // the configuration's cacher does not read it: it streams to the store.
+        receiving.spooling = storing && (streaming || isRefresh) && !context.configuration.responseCacher.inspectsBody
+        state = .receiving(receiving)
+        if isRefresh { return actions + (receiving.spooling ? [.openWriter] : []) }
+        let status: CacheStatus = storing ? plan.status : .bypass
+        let disposition = Disposition(status: status, forward: plan.reason, forwardStatus: head.statusCode, stored: storing,
+                                      ttl: storing ? ttl(head.statusCode, head.header, windows: context.entryWindows, now: now) : nil,
+                                      detail: reason?.token)
+        return actions + [.emit(.served(status)), .respond(head, disposition)] + (receiving.spooling ? [.openWriter] : [])
+    }
+
     /// The caller's delegate answered `willCacheResponse` (`askToStore`): store what it said,
     /// then end the caller's answer.
     mutating func delegateAnswered(_ answer: DelegateStoreAnswer, now: Date) -> [Action] {

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The demo's entry point: `swift run cache-demo [fetch URL ...]`.
+/// The demo's entry point: `swift run cache-demo [fetch|explain|stats ...]`.
 @main
 enum CacheDemo {
     static func main() async {
@@ -24,6 +24,8 @@ enum CacheDemo {
             exit(await FetchCommand.run(options))
         case .explain(let options):
             exit(await ExplainCommand.run(options))
+        case .stats(let options):
+            exit(StatsCommand.run(options))
         }
     }
 }

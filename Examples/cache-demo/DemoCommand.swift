@@ -9,8 +9,24 @@ enum DemoCommand: Equatable {
     case fetch(FetchOptions)
     /// Explain what the cache would do with a request for a URL, and why.
     case explain(ExplainOptions)
+    /// Report what a store holds, reading the store only.
+    case stats(StatsOptions)
     /// Print the usage.
     case help
+}
+
+/// `cache-demo stats [--store STORE] [--json]`: a store's entries and bytes, oldest and newest.
+struct StatsOptions: Equatable {
+    var store = StoreChoice.memory
+    var json = false
+}
+
+/// How `fetch --stats` prints the cache's statistics at the end.
+enum StatsFormat: String, Equatable {
+    /// A table for people (with `--json`: one JSON line `{"stats":{...}}`).
+    case table
+    /// The Prometheus text exposition format, as a `/metrics` route would serve it.
+    case prometheus
 }
 
 /// Where the demo's cache keeps its entries.
@@ -42,9 +58,8 @@ enum StoreChoice: Equatable {
         switch self {
         case .memory:
             return MemoryResponseStore()
-        case .disk(let path):
-            let directory = path.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DiskResponseStore.defaultDirectory
-            return TieredResponseStore(back: try DiskResponseStore(directory: directory))
+        case .disk:
+            return TieredResponseStore(back: try DiskResponseStore(directory: diskDirectory ?? DiskResponseStore.defaultDirectory))
         case .redis(let url):
             return try RedisResponseStore(url: url, keyPrefix: "cache-demo:")
         }
@@ -59,6 +74,8 @@ struct FetchOptions: Equatable {
     var repeatCount = 1
     var interval: TimeInterval = 0
     var json = false
+    /// Print the statistics at the end, and how; nil: do not.
+    var stats: StatsFormat?
 }
 
 /// `cache-demo explain URL ...`: what the cache would do with a GET for the URL, from the
@@ -88,51 +105,12 @@ extension DemoCommand {
     /// The names `--policy` takes.
     static let policyNames = ["two-tier", "network-only", "cache-first", "cache-only", "http"]
 
-    static let usage = """
-    usage: cache-demo [--store STORE]      walk through miss, fresh, stale, refresh and expiry
-                                           against an embedded local origin
-           cache-demo fetch URL [options]  fetch URL through the cache
-           cache-demo explain URL [options]
-                                           what the cache would do with a GET for URL, and why:
-                                           the key, the stored entry, its age and lifetime, the
-                                           policy and windows, whether it would be stored, the
-                                           Cache-Status it would carry; no network
-           cache-demo --help
-
-    --store STORE         memory (the default), disk (under ~/.cache/swift-http-caching),
-                          disk:PATH, or redis://[user:password@]host:port[/db] (keys under
-                          cache-demo:, shared by every process using that server); a second
-                          run with a disk or Redis store is answered from the first run's entries
-
-    fetch options:
-      --fresh SECONDS     fresh window: served with no network (default 60; may be fractional)
-      --usable SECONDS    usable window: served, then refreshed in the background
-                          (default 172800, two days)
-      --repeat N          how many requests to make (default 1)
-      --interval SECONDS  pause between requests (default 0)
-      --policy NAME       two-tier (default), http, cache-first, cache-only or network-only
-      --store STORE       as above
-      --json              one JSON object per request and per event, instead of a table
-
-    explain options (and --fresh, --usable and --policy as above):
-      --store STORE       the store to read; explain fetches nothing, so with the default
-                          memory store nothing is stored unless --fetch-first is given:
-                          `cache-demo fetch URL --store disk` then
-                          `cache-demo explain URL --store disk` explains the stored entry
-      --fetch-first       fetch URL once through the cache first, then explain
-      --header 'N: V'     a request header field (repeatable), e.g. for Vary or credentials;
-                          -H works too
-      --json              the explanation as one JSON object
-
-    how each request was served: miss, fresh, stale, expired, revalidated, fallback, bypass
-    exit status: 0 success, 1 a request failed, 2 a bad command line
-    """
-
     /// Parses the arguments after the program name.
     static func parse(_ arguments: [String]) throws(UsageError) -> DemoCommand {
         guard let first = arguments.first else { return .walkthrough(.memory) }
         if first == "--help" || first == "-h" || first == "help" { return .help }
-        if first.hasPrefix("--store") { return .walkthrough(try parseStoreOnly(arguments)) }
+        if first.hasPrefix("-") { return try parseWalkthrough(arguments[...]) }
+        if first == "stats" { return try parseStats(arguments.dropFirst()) }
         guard first == "fetch" || first == "explain" else { throw UsageError(description: "unknown command '\(first)'") }
         let explaining = first == "explain"
 
@@ -144,6 +122,10 @@ extension DemoCommand {
             if argument == "--help" || argument == "-h" { return .help }
             if argument == "--json" { parsed.options.json = true; parsed.explain.json = true; continue }
             if explaining && argument == "--fetch-first" { parsed.explain.fetchFirst = true; continue }
+            if !explaining && (argument == "--stats" || argument.hasPrefix("--stats=")) {
+                try parsed.setStats(argument, next: &rest)
+                continue
+            }
             if argument.hasPrefix("-") {
                 var name = argument, value: String?
                 if let equals = argument.firstIndex(of: "="), !argument.hasPrefix("-H") {
@@ -199,6 +181,20 @@ extension DemoCommand {
             }
         }
 
+        /// Takes `--stats`, `--stats=FORMAT` or `--stats FORMAT` (a following `table` or
+        /// `prometheus`, which cannot be a URL).
+        mutating func setStats(_ argument: String, next rest: inout ArraySlice<String>) throws(UsageError) {
+            var text = argument == "--stats" ? "table" : String(argument.dropFirst("--stats=".count))
+            if argument == "--stats", let following = rest.first, StatsFormat(rawValue: following) != nil {
+                text = following
+                rest.removeFirst()
+            }
+            guard let format = StatsFormat(rawValue: text) else {
+                throw UsageError(description: "--stats takes table or prometheus, not '\(text)'")
+            }
+            options.stats = format
+        }
+
         /// Takes the URL, the one argument that is not an option.
         mutating func setURL(_ argument: String) throws(UsageError) {
             guard url == nil else { throw UsageError(description: "unexpected argument '\(argument)'") }
@@ -220,6 +216,9 @@ extension DemoCommand {
             } catch {
                 throw UsageError(description: error.description)
             }
+            if options.json && options.stats == .prometheus {
+                throw UsageError(description: "--stats=prometheus prints text, not JSON: leave out --json, or use --json --stats for a JSON line")
+            }
             guard explaining else { return .fetch(options) }
             var explain = self.explain
             explain.url = url
@@ -228,21 +227,42 @@ extension DemoCommand {
         }
     }
 
-    /// The walkthrough's only option: `--store STORE` or `--store=STORE`.
-    private static func parseStoreOnly(_ arguments: [String]) throws(UsageError) -> StoreChoice {
-        var rest = arguments[...]
+    /// The walkthrough's option: `--store STORE` or `--store=STORE`.
+    private static func parseWalkthrough(_ arguments: ArraySlice<String>) throws(UsageError) -> DemoCommand {
+        var rest = arguments
         var store = StoreChoice.memory
-        while let argument = rest.popFirst() {
-            if argument.hasPrefix("--store=") {
-                store = try StoreChoice(parsing: String(argument.dropFirst(8)))
-            } else if argument == "--store" {
-                guard let value = rest.popFirst() else { throw UsageError(description: "--store needs a value") }
-                store = try StoreChoice(parsing: value)
-            } else {
-                throw UsageError(description: "unexpected argument '\(argument)'")
-            }
+        while let (name, value) = try nextOption(&rest, valued: ["--store"], flags: []) {
+            if name == "--help" || name == "-h" { return .help }
+            if name == "--store" { store = try StoreChoice(parsing: value) }
         }
-        return store
+        return .walkthrough(store)
+    }
+
+    /// `stats`'s options: `--store STORE` (or `--store=STORE`) and `--json`.
+    private static func parseStats(_ arguments: ArraySlice<String>) throws(UsageError) -> DemoCommand {
+        var rest = arguments
+        var options = StatsOptions()
+        while let (name, value) = try nextOption(&rest, valued: ["--store"], flags: ["--json"]) {
+            if name == "--help" || name == "-h" { return .help }
+            if name == "--store" { options.store = try StoreChoice(parsing: value) }
+            if name == "--json" { options.json = true }
+        }
+        return .stats(options)
+    }
+
+    /// The next option of a command that takes no URL, and its value ("" for a flag); nil
+    /// at the end. `--help` and `-h` come back as flags.
+    private static func nextOption(_ rest: inout ArraySlice<String>, valued: [String],
+                                   flags: [String]) throws(UsageError) -> (String, String)? {
+        guard let argument = rest.popFirst() else { return nil }
+        if flags.contains(argument) || argument == "--help" || argument == "-h" { return (argument, "") }
+        guard argument.hasPrefix("-") else { throw UsageError(description: "unexpected argument '\(argument)'") }
+        let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        let name = String(parts[0])
+        guard valued.contains(name) else { throw UsageError(description: "unknown option '\(name)'") }
+        if parts.count == 2 { return (name, String(parts[1])) }
+        guard let value = rest.popFirst() else { throw UsageError(description: "\(name) needs a value") }
+        return (name, value)
     }
 
     private static func seconds(_ text: String, _ name: String) throws(UsageError) -> Double {

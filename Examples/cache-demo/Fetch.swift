@@ -53,6 +53,7 @@ enum FetchCommand {
             }
         }
         await refreshes.wait()
+        if let format = options.stats { StatsReport.write(cache.statistics, as: format, json: options.json) }
         return status
     }
 }

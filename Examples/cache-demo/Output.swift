@@ -5,10 +5,10 @@ import HTTPCaching
 enum Output {
     private static let lock = NSLock()
 
-    static func line(_ text: String) {
+    static func line(_ text: String, newline: Bool = true) {
         lock.lock()
         defer { lock.unlock() }
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        FileHandle.standardOutput.write(Data((newline ? text + "\n" : text).utf8))
     }
 
     static func error(_ text: String) {
@@ -22,6 +22,11 @@ enum Output {
 struct JSONLine {
     enum Value {
         case string(String), number(Double), int(Int), bool(Bool)
+        /// A number with up to four decimals (a ratio), where `number` keeps one.
+        case ratio(Double)
+        /// A JSON object, nested.
+        case object(JSONLine)
+        case null
     }
 
     private var fields: [(String, Value)] = []
@@ -38,6 +43,9 @@ struct JSONLine {
         case .int(let int): String(int)
         case .bool(let bool): bool ? "true" : "false"
         case .number(let number): number.isFinite ? String(format: "%.1f", number) : "null"
+        case .ratio(let ratio): ratio.isFinite ? String(Double(String(format: "%.4f", ratio)) ?? 0) : "null"
+        case .object(let object): object.text
+        case .null: "null"
         }
     }
 

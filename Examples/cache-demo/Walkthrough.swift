@@ -36,7 +36,9 @@ enum Walkthrough {
             Output.error("walkthrough request failed: \(error.localizedDescription)")
             return 1
         }
-        Output.line("\nthe origin answered \(origin.requestCount()) of \(steps.count) requests (one of them with a 304); the cache answered the rest.")
+        let statistics = cache.statistics
+        Output.line("\n" + StatsReport.summary(statistics, originReceived: origin.requestCount()).joined(separator: "\n"))
+        Output.line("\n" + StatsReport.table(statistics).joined(separator: "\n"))
         return 0
     }
 

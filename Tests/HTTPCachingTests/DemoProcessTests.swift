@@ -84,7 +84,7 @@ struct DemoProcessTests {
         #expect(origin.requestCount("/j") == 2)
     }
 
-    @Test("the walkthrough shows every transition")
+    @Test("the walkthrough shows every transition, and ends with a summary and statistics that match its rows")
     func walkthrough() async throws {
         let run = try await Self.run([])
         #expect(run.status == 0)
@@ -92,5 +92,9 @@ struct DemoProcessTests {
             #expect(run.output.contains("  \(status) "), "\(status)")
         }
         #expect(run.output.contains("refreshed in the background (body changed)"))
+        let output = WalkthroughOutput(run.output)
+        output.expectConsistent()
+        #expect(output.served == ["miss", "fresh", "stale", "fresh", "expired", "fresh", "miss", "revalidated", "fallback"])
+        #expect(output.summary[1].contains("(1 background refresh, 1 revalidation answered 304)"))
     }
 }

@@ -1,0 +1,54 @@
+extension DemoCommand {
+    /// What `cache-demo --help` prints.
+    static let usage = """
+    usage: cache-demo [--store STORE]
+                                           walk through miss, fresh, stale, refresh and expiry
+                                           against an embedded local origin; ends with what
+                                           happened, counted, and the cache's statistics
+           cache-demo fetch URL [options]  fetch URL through the cache
+           cache-demo explain URL [options]
+                                           what the cache would do with a GET for URL, and why:
+                                           the key, the stored entry, its age and lifetime, the
+                                           policy and windows, whether it would be stored, the
+                                           Cache-Status it would carry; no network
+           cache-demo stats [--store STORE] [--json]
+                                           what a store holds: entries, bytes, the oldest and
+                                           newest entry (URL and when stored); reads the store
+                                           only, no network
+           cache-demo --help
+
+    --store STORE         memory (the default), disk (under ~/.cache/swift-http-caching),
+                          disk:PATH, or redis://[user:password@]host:port[/db] (keys under
+                          cache-demo:, shared by every process using that server); a second
+                          run with a disk or Redis store is answered from the first run's entries
+
+    fetch options:
+      --fresh SECONDS     fresh window: served with no network (default 60; may be fractional)
+      --usable SECONDS    usable window: served, then refreshed in the background
+                          (default 172800, two days)
+      --repeat N          how many requests to make (default 1)
+      --interval SECONDS  pause between requests (default 0)
+      --policy NAME       two-tier (default), http, cache-first, cache-only or network-only
+      --store STORE       as above
+      --json              one JSON object per request and per event, instead of a table
+      --stats[=FORMAT]    at the end, the cache's statistics: a table (FORMAT table, the
+                          default), or the Prometheus text format (FORMAT prometheus); with
+                          --json, one line {"stats":{...}} (requests by status, hit_ratio,
+                          origin_requests, bytes, stored, not_stored by reason, refreshes,
+                          the store's entries and bytes)
+
+    explain options (and --fresh, --usable and --policy as above):
+      --store STORE       the store to read; explain fetches nothing, so with the default
+                          memory store nothing is stored unless --fetch-first is given:
+                          `cache-demo fetch URL --store disk` then
+                          `cache-demo explain URL --store disk` explains the stored entry
+      --fetch-first       fetch URL once through the cache first, then explain
+      --header 'N: V'     a request header field (repeatable), e.g. for Vary or credentials;
+                          -H works too
+      --json              the explanation as one JSON object
+
+    how each request was served: miss, fresh, stale, expired, revalidated, fallback, bypass
+    exit status: 0 success, 1 a request failed (or a store could not be opened), 2 a bad
+    command line
+    """
+}

@@ -18,8 +18,8 @@ enum CacheDemo {
         switch command {
         case .help:
             Output.line(DemoCommand.usage)
-        case .walkthrough(let store):
-            exit(await Walkthrough.run(store: store))
+        case .walkthrough(let store, let svgPath):
+            exit(await Walkthrough.run(store: store, svgPath: svgPath))
         case .fetch(let options):
             exit(await FetchCommand.run(options))
         case .explain(let options):

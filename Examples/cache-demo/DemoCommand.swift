@@ -3,8 +3,9 @@ import HTTPCaching
 
 /// What the command line asked for. Parsing is pure so the tests can check every case.
 enum DemoCommand: Equatable {
-    /// The guided walkthrough against the embedded origin.
-    case walkthrough(StoreChoice)
+    /// The guided walkthrough against the embedded origin, on a store; with `svgPath`, also
+    /// written as an SVG timeline there.
+    case walkthrough(StoreChoice, svgPath: String? = nil)
     /// Fetch a URL through the cache, repeatedly.
     case fetch(FetchOptions)
     /// Explain what the cache would do with a request for a URL, and why.
@@ -227,15 +228,19 @@ extension DemoCommand {
         }
     }
 
-    /// The walkthrough's option: `--store STORE` or `--store=STORE`.
+    /// The walkthrough's options: `--store STORE` and `--svg PATH`, each also as `--name=value`.
     private static func parseWalkthrough(_ arguments: ArraySlice<String>) throws(UsageError) -> DemoCommand {
         var rest = arguments
-        var store = StoreChoice.memory
-        while let (name, value) = try nextOption(&rest, valued: ["--store"], flags: []) {
+        var store = StoreChoice.memory, svgPath: String?
+        while let (name, value) = try nextOption(&rest, valued: ["--store", "--svg"], flags: []) {
             if name == "--help" || name == "-h" { return .help }
             if name == "--store" { store = try StoreChoice(parsing: value) }
+            if name == "--svg" {
+                guard !value.isEmpty else { throw UsageError(description: "--svg needs a file path") }
+                svgPath = value
+            }
         }
-        return .walkthrough(store)
+        return .walkthrough(store, svgPath: svgPath)
     }
 
     /// `stats`'s options: `--store STORE` (or `--store=STORE`) and `--json`.

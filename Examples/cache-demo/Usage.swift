@@ -1,7 +1,7 @@
 extension DemoCommand {
     /// What `cache-demo --help` prints.
     static let usage = """
-    usage: cache-demo [--store STORE]
+    usage: cache-demo [--store STORE] [--svg PATH]
                                            walk through miss, fresh, stale, refresh and expiry
                                            against an embedded local origin; ends with what
                                            happened, counted, and the cache's statistics
@@ -21,6 +21,10 @@ extension DemoCommand {
                           disk:PATH, or redis://[user:password@]host:port[/db] (keys under
                           cache-demo:, shared by every process using that server); a second
                           run with a disk or Redis store is answered from the first run's entries
+    --svg PATH            (walkthrough) also write the walkthrough as an SVG timeline: each
+                          request a mark coloured and labelled by how it was served, its
+                          latency, the fresh and usable windows after each store, origin
+                          requests and background refreshes
 
     fetch options:
       --fresh SECONDS     fresh window: served with no network (default 60; may be fractional)

@@ -11,25 +11,31 @@ enum Walkthrough {
     static let windows = CacheWindows(fresh: 1, usable: 3)
     static let originLatency: TimeInterval = 0.05
 
+    /// The walkthrough's URLs, each a row of the timeline, with the windows their entries get.
+    static let lanes = [Timeline.Lane(path: "/resource", fresh: windows.fresh, usable: windows.usable),
+                        Timeline.Lane(path: "/validated", fresh: 0.5, usable: 1)]
+
     /// Runs the walkthrough. - Returns: the exit status.
-    static func run(store choice: StoreChoice) async -> Int32 {
-        guard let origin = startOrigin() else { return 1 }
+    static func run(store choice: StoreChoice, svgPath: String?) async -> Int32 {
+        let recorder = TimelineRecorder(title: "swift-http-caching walkthrough: how each request was served", lanes: lanes)
+        guard let origin = startOrigin(recorder) else { return 1 }
         defer { origin.stop() }
         let url = origin.url("/resource")
         guard let cache = openCache(choice, origin: origin) else { return 1 }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
         let runner = Runner(session: URLSession(configuration: configuration))
+        let following = recorder.follow(cache)
         let observation = cache.observe { event in
             if event.kind.name == "refreshed" { Output.line("      -> \(event.summary)") }
         }
-        defer { observation.cancel() }
+        defer { observation.cancel(); following.cancel() }
         // After the printing observer: a refresh's line is out before the tracker lets the
         // walkthrough go on (observers are called in the order they were added).
         let refreshes = RefreshTracker(cache)
 
         let table = printIntro(url)
-        var steps = Steps(runner: runner, table: table, origin: origin, url: url)
+        var steps = Steps(runner: runner, table: table, origin: origin, url: url, recorder: recorder)
         do {
             try await play(&steps, refreshes: refreshes)
         } catch {
@@ -39,12 +45,27 @@ enum Walkthrough {
         let statistics = cache.statistics
         Output.line("\n" + StatsReport.summary(statistics, originReceived: origin.requestCount()).joined(separator: "\n"))
         Output.line("\n" + StatsReport.table(statistics).joined(separator: "\n"))
+        guard let path = svgPath else { return 0 }
+        let windows = lanes.map { "\($0.path) fresh \(TimelineSVG.seconds($0.fresh)) s, usable \(TimelineSVG.seconds($0.usable)) s" }
+        recorder.setSubtitle("store: \(choice); windows: " + windows.joined(separator: "; "))
+        return writeSVG(recorder.snapshot, to: path)
+    }
+
+    /// Writes the timeline as SVG. - Returns: the exit status.
+    private static func writeSVG(_ timeline: Timeline, to path: String) -> Int32 {
+        do {
+            try Data(TimelineSVG(timeline).render().utf8).write(to: URL(fileURLWithPath: path))
+        } catch {
+            Output.error("cannot write the timeline to \(path): \(error.localizedDescription)")
+            return 1
+        }
+        Output.line("\nthe timeline is in \(path)")
         return 0
     }
 
     /// The embedded origin: `/resource`, whose body changes on every request, and
     /// `/validated`, which has an ETag; nil (the reason printed) if it cannot start.
-    private static func startOrigin() -> LoopbackOrigin? {
+    private static func startOrigin(_ recorder: TimelineRecorder) -> LoopbackOrigin? {
         let origin: LoopbackOrigin
         do {
             origin = try LoopbackOrigin()
@@ -52,11 +73,13 @@ enum Walkthrough {
             Output.error("cannot start the embedded origin: \(error)")
             return nil
         }
-        origin.route("/resource") { _, hit in
-            .init(headers: [("Content-Type", "text/plain")], text: "version \(hit)", delay: originLatency)
+        origin.route("/resource") { request, hit in
+            recorder.mark(.originRequest, url: request.path)
+            return .init(headers: [("Content-Type", "text/plain")], text: "version \(hit)", delay: originLatency)
         }
         // A resource with a validator: answers 304 when the request's If-None-Match matches.
         origin.route("/validated") { request, _ in
+            recorder.mark(.originRequest, url: request.path)
             if request.header("If-None-Match") == "\"r1\"" {
                 return .init(status: 304, headers: [("ETag", "\"r1\"")], delay: originLatency)
             }
@@ -123,6 +146,7 @@ enum Walkthrough {
         try await steps.step(tagged)             // revalidated: 304
         try await pause(1.2)
         steps.origin.stop()
+        steps.recorder.note("origin stopped")
         Output.line("      (the origin is stopped)")
         try await steps.step(tagged)             // fallback
     }
@@ -144,20 +168,26 @@ enum Walkthrough {
         let origin: LoopbackOrigin
         /// What a step without a request of its own asks for.
         let url: URL
+        let recorder: TimelineRecorder
         /// How many requests were made.
         private(set) var count = 0
 
-        init(runner: Runner, table: Table, origin: LoopbackOrigin, url: URL) {
+        init(runner: Runner, table: Table, origin: LoopbackOrigin, url: URL, recorder: TimelineRecorder) {
             self.runner = runner
             self.table = table
             self.origin = origin
             self.url = url
+            self.recorder = recorder
         }
 
-        /// Makes the next request (by default a GET for `url`) and prints its row and note.
+        /// Makes the next request (by default a GET for `url`), records it on the timeline
+        /// and prints its row and note.
         mutating func step(_ request: URLRequest? = nil) async throws {
             count += 1
-            let row = try await runner.request(count, request ?? URLRequest(url: url))
+            let request = request ?? URLRequest(url: url)
+            let start = recorder.now()
+            let row = try await runner.request(count, request)
+            recorder.request(count, url: request.url?.absoluteString ?? "", start: start, ms: row.ms, status: row.cache)
             table.row([String(count), format(row.elapsed, 2), row.cache, String(row.status),
                        String(decoding: row.body, as: UTF8.self), format(row.ms), String(origin.requestCount())])
             Output.line("      \(notes[row.cache] ?? row.cache)")

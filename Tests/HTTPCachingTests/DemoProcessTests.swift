@@ -84,9 +84,11 @@ struct DemoProcessTests {
         #expect(origin.requestCount("/j") == 2)
     }
 
-    @Test("the walkthrough shows every transition, and ends with a summary and statistics that match its rows")
+    @Test("the walkthrough shows every transition, ends with a summary and statistics that match its rows, and --svg draws each request")
     func walkthrough() async throws {
-        let run = try await Self.run([])
+        let svgFile = FileManager.default.temporaryDirectory.appendingPathComponent("cache-demo-\(UUID().uuidString).svg")
+        defer { try? FileManager.default.removeItem(at: svgFile) }
+        let run = try await Self.run(["--svg", svgFile.path])
         #expect(run.status == 0)
         for status in ["miss", "fresh", "stale", "expired", "revalidated", "fallback"] {
             #expect(run.output.contains("  \(status) "), "\(status)")
@@ -96,5 +98,12 @@ struct DemoProcessTests {
         output.expectConsistent()
         #expect(output.served == ["miss", "fresh", "stale", "fresh", "expired", "fresh", "miss", "revalidated", "fallback"])
         #expect(output.summary[1].contains("(1 background refresh, 1 revalidation answered 304)"))
+
+        let document = try SVGDocument(String(decoding: try Data(contentsOf: svgFile), as: UTF8.self))
+        let marks = document.groups.filter { $0.classes.first == "request" }
+        #expect(marks.map { $0.classes.last ?? "" } == output.served, "one mark per request, in order, as it was served")
+        #expect(zip(marks, output.served.indices).allSatisfy { $0.texts.first == "#\($1 + 1) \(output.served[$1])" })
+        #expect(document.count("polygon", class: "origin-request") == output.originHits.last, "a mark for each request the origin received")
+        #expect(document.count("polygon", class: "refresh") == 1 && document.texts.contains("origin stopped"))
     }
 }

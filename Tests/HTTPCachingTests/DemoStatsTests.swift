@@ -7,7 +7,7 @@ import LoopbackOrigin
 /// The demo's statistics: `fetch --stats`, the walkthrough's summary, and their parsing.
 @Suite("The demo's statistics")
 struct DemoStatsTests {
-    @Test("--stats, --stats=FORMAT and --stats FORMAT on fetch; stats --store")
+    @Test("--stats, --stats=FORMAT and --stats FORMAT on fetch; --svg on the walkthrough; stats --store")
     func parsing() throws {
         let url = "http://a.test/s"
         func stats(_ arguments: [String]) throws -> FetchOptions? {
@@ -23,24 +23,32 @@ struct DemoStatsTests {
         let json = try stats(["--json", "--stats"])
         #expect(json?.json == true && json?.stats == .table)
 
-        #expect(try DemoCommand.parse(["--store", "memory", "--help"]) == .help)
+        #expect(try DemoCommand.parse(["--svg", "/tmp/w.svg"]) == .walkthrough(.memory, svgPath: "/tmp/w.svg"))
+        #expect(try DemoCommand.parse(["--store=disk:/tmp/d", "--svg=/tmp/a.svg"]) == .walkthrough(.disk(path: "/tmp/d"), svgPath: "/tmp/a.svg"))
+        #expect(try DemoCommand.parse(["--store", "memory"]) != .walkthrough(.memory, svgPath: "x.svg"))
+        #expect(try DemoCommand.parse(["--svg", "w.svg", "--help"]) == .help)
 
         #expect(try DemoCommand.parse(["stats"]) == .stats(StatsOptions()))
         #expect(try DemoCommand.parse(["stats", "--store", "redis://127.0.0.1:6379/2", "--json"])
                 == .stats(StatsOptions(store: .redis(url: "redis://127.0.0.1:6379/2"), json: true)))
         #expect(try DemoCommand.parse(["stats", "--store=disk:/tmp/s"]) == .stats(StatsOptions(store: .disk(path: "/tmp/s"))))
-        #expect(DemoCommand.usage.contains("cache-demo stats [--store STORE]") && DemoCommand.usage.contains("--stats[=FORMAT]"))
+        #expect(DemoCommand.usage.contains("cache-demo stats [--store STORE]") && DemoCommand.usage.contains("--stats[=FORMAT]")
+                && DemoCommand.usage.contains("--svg PATH"))
     }
 
-    @Test("bad --stats and stats command lines are usage errors", arguments: [
+    @Test("bad --stats, --svg and stats command lines are usage errors", arguments: [
         (["fetch", "http://a.test", "--stats=xml"], "--stats takes table or prometheus, not 'xml'"),
         (["fetch", "http://a.test", "--json", "--stats=prometheus"], "prints text, not JSON"),
         (["explain", "http://a.test", "--stats"], "unknown option '--stats'"),
+        (["--svg"], "--svg needs a value"),
+        (["--svg="], "--svg needs a file path"),
+        (["--svg", "a.svg", "extra"], "unexpected argument 'extra'"),
         (["--bogus"], "unknown option '--bogus'"),
         (["stats", "--store"], "--store needs a value"),
         (["stats", "--store", "cloud"], "--store takes"),
         (["stats", "http://a.test"], "unexpected argument"),
-        (["stats", "--repeat", "2"], "unknown option '--repeat'"),
+        (["stats", "--svg", "a.svg"], "unknown option '--svg'"),
+        (["fetch", "http://a.test", "--svg", "a.svg"], "unknown option '--svg'"),
     ])
     func usageErrors(arguments: [String], message: String) {
         expectUsageError(arguments, message)

@@ -53,6 +53,9 @@ public struct CacheConfiguration: Sendable {
     public var honorsOriginDirectives: Bool
     /// The cache's name in the `Cache-Status` field. The default is `HTTPCaching`.
     public var cacheName: String
+    /// Which requests have their body as part of the key (`QUERY`; POST to a search or
+    /// GraphQL endpoint when you say so). The default is `.query`.
+    public var bodyKeying: BodyKeying
 
     /// A configuration with the given parts; every argument has the default above.
     public init(windows: CacheWindows = .standard,
@@ -67,7 +70,8 @@ public struct CacheConfiguration: Sendable {
                 partitioning: CredentialPartitioning = .standard,
                 namespace: String = "",
                 honorsOriginDirectives: Bool = true,
-                cacheName: String = "HTTPCaching") {
+                cacheName: String = "HTTPCaching",
+                bodyKeying: BodyKeying = .query) {
         self.windows = windows
         self.storableStatusCodes = storableStatusCodes
         self.keyRewriter = keyRewriter
@@ -81,6 +85,7 @@ public struct CacheConfiguration: Sendable {
         self.namespace = namespace
         self.honorsOriginDirectives = honorsOriginDirectives
         self.cacheName = cacheName
+        self.bodyKeying = bodyKeying
     }
 }
 
@@ -137,8 +142,11 @@ public enum HTTPCachingHeaders {
     /// The private request field naming a policy for one request; removed before a request
     /// is forwarded. Set it through `URLRequest.cachingPolicy`.
     static let policy = "X-HTTP-Caching-Policy"
+    /// The private request field saying whether the body is part of the key; removed before a
+    /// request is forwarded. Set it through `URLRequest.keysBody`.
+    static let bodyKey = "X-HTTP-Caching-Body-Key"
     /// Every private header, all removed before a request reaches the network.
-    static let allPrivate = [windows, policy]
+    static let allPrivate = [windows, policy, bodyKey]
 }
 
 extension URLRequest {

@@ -11,12 +11,14 @@ extension CacheExplanation {
         let now = cache.now()
         let method = request.httpMethod?.uppercased() ?? "GET"
         let credentialed = keys.isCredentialed(keys.headers(request))
+        let keyedBody = keys.ownBodyDigest(of: request, headers: keys.headers(request)) != nil
         let found = lookUp(request, keys: keys, cache: cache)
         var reasons = found.reasons
         var decidingConfiguration = configuration
         if found.storeUnavailable { decidingConfiguration.storesCredentialedResponses = false }
         let evaluation = CacheDecision.evaluate(request: request, headers: found.headers, entry: found.entry,
-                                                otherVariant: found.otherVariant, credentialed: credentialed, now: now,
+                                                otherVariant: found.otherVariant, credentialed: credentialed,
+                                                keyedBody: keyedBody, now: now,
                                                 configuration: decidingConfiguration)
         if found.otherVariant == nil { reasons.append("the store could not be read; the lookup counts as a miss") }
         let policy = CacheDecision.policy(for: request, configuration: configuration)
@@ -42,7 +44,8 @@ extension CacheExplanation {
     }
 
     /// What a lookup for the request finds (an unsafe method is keyed, and looked up, as the
-    /// GET it would invalidate; the entry it finds is not one that would answer it).
+    /// GET it would invalidate; the entry it finds is not one that would answer it). A request
+    /// whose body is keyed is looked up under its own key.
     private struct Found {
         var headers: RequestHeaders
         var key: CacheKey
@@ -56,12 +59,13 @@ extension CacheExplanation {
     private static func lookUp(_ request: URLRequest, keys: KeyDerivation, cache: CacheEngine) -> Found {
         let headers = keys.headers(request)
         let method = request.httpMethod?.uppercased() ?? "GET"
-        let isUnsafe = !CacheDecision.safeMethods.contains(method)
+        let keyed = keys.ownBodyDigest(of: request, headers: headers) != nil
+        let isUnsafe = !keyed && !CacheDecision.safeMethods.contains(method)
         let keyMethod = isUnsafe ? "GET" : nil
         var found: Found
         do {
             found = Found(headers: headers, key: try keys.key(for: request, headers: headers, method: keyMethod, secret: cache.partitionSecret))
-            if method == "GET" || method == "HEAD" || isUnsafe {
+            if method == "GET" || method == "HEAD" || isUnsafe || keyed {
                 (found.entry, found.otherVariant) = cache.lookup(found.key, headers: headers)
             }
         } catch {

@@ -137,6 +137,9 @@ extension DecisionNote {
     /// The note in words, as `explain` gives it.
     var text: String {
         switch self {
+        case .bodyKeyed(let method, let validates):
+            "the \(method) request's body is part of its key (bodyKeying), so it is cached as a GET is"
+                + (validates ? "" : "; a stale entry is fetched again, never revalidated")
         case .methodNotAnswered(let method): "\(method) is not answered from the store"
         case .methodUnsafe(let method): "\(method) is unsafe: a non-error answer invalidates the stored GET"
         case .unknownPolicy: "the request names a policy the cache does not know"

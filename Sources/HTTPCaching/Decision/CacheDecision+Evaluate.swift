@@ -21,6 +21,9 @@ enum DecisionNote: Sendable, Equatable {
     case headOnlyWhileFresh
     case rangeOnlyFromFreshEntry
     case mustReachOriginButNoNetwork
+    /// The body is part of the key (`BodyKeying`); `validates`: a stale entry is revalidated
+    /// (QUERY), else fetched again (a conditional POST would be answered 412, never 304).
+    case bodyKeyed(method: String, validates: Bool)
 }
 
 extension CacheDecision {
@@ -53,6 +56,8 @@ extension CacheDecision {
         var onlyIfCached: Bool
         var store: Bool
         var range: String?
+        /// A keyed body's method other than QUERY: a stale entry is never revalidated.
+        var neverValidates = false
 
         init(_ request: URLRequest, headers: RequestHeaders, method: String, policy: CachingPolicy) {
             self.method = method
@@ -74,16 +79,28 @@ extension CacheDecision {
     }
 
     /// Decides what to do with a request, and says how (see `decide`).
+    /// - Parameter keyedBody: whether the request's body is part of its key (`BodyKeying`): it
+    ///   is then decided as a GET is.
     static func evaluate(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool? = false,
-                         credentialed: Bool? = nil, now: Date, configuration: CacheConfiguration) -> Evaluation {
+                         credentialed: Bool? = nil, keyedBody: Bool = false, now: Date, configuration: CacheConfiguration) -> Evaluation {
         let headers = headers ?? RequestHeaders(request)
-        let method = request.httpMethod?.uppercased() ?? "GET"
+        let sent = request.httpMethod?.uppercased() ?? "GET"
+        var evaluation = evaluate(request, sent: sent, method: keyedBody ? "GET" : sent, headers: headers, entry: entry,
+                                  otherVariant: otherVariant, credentialed: credentialed, now: now, configuration: configuration)
+        if keyedBody { evaluation.notes.insert(.bodyKeyed(method: sent, validates: sent == "QUERY"), at: 0) }
+        return evaluation
+    }
+
+    /// `evaluate` for the method decided on (`sent`, or GET for a keyed body).
+    private static func evaluate(_ request: URLRequest, sent: String, method: String, headers: RequestHeaders, entry: CacheEntry?,
+                                 otherVariant: Bool?, credentialed: Bool?, now: Date, configuration: CacheConfiguration) -> Evaluation {
         let policy: CachingPolicy
         switch gate(request, method: method, headers: headers, credentialed: credentialed, configuration: configuration) {
         case .decided(let evaluation): return evaluation
         case .policy(let resolved): policy = resolved
         }
-        let facts = RequestFacts(request, headers: headers, method: method, policy: policy)
+        var facts = RequestFacts(request, headers: headers, method: method, policy: policy)
+        facts.neverValidates = method != sent && sent != "QUERY"
         guard let entry else { return withoutEntry(facts, otherVariant: otherVariant, policy: policy) }
         if facts.reload {
             let plan = facts.adjusted(ForwardPlan(status: .expired, reason: .request, store: facts.store, replacesEntry: true))
@@ -246,7 +263,7 @@ extension CacheDecision {
             if facts.directivesGiven || facts.revalidating, [.fresh, .stale].contains(judged.withoutRequestDirectives()) {
                 reason = .request
             }
-            let validate = judged.verdict == .revalidate && Validation.hasValidator(entry)
+            let validate = judged.verdict == .revalidate && Validation.hasValidator(entry) && !facts.neverValidates
             // A stored error is never a fallback: it would answer an error with an older one.
             let fallback = configuration.errorFallbackWindow != nil && !judged.mustRevalidate && judged.age < judged.errorLimit
                 && entry.statusCode < 500

@@ -7,7 +7,7 @@ import FoundationNetworking
 /// entry, the time and the configuration. No I/O happens here.
 enum CacheDecision {
     /// Methods known to be safe (RFC 9110 section 9.2.1): they never invalidate.
-    static let safeMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE"]
+    static let safeMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "QUERY"]
 
     /// Request fields that make a GET the caller's own conditional request, which passes
     /// through untouched. (`Range` alone may be answered from a fresh entry.)
@@ -22,12 +22,13 @@ enum CacheDecision {
     ///   - otherVariant: whether something is stored under the URL for other `Vary` values;
     ///     nil when the store could not be read, so the cache cannot tell.
     ///   - credentialed: whether the request carries credentials that partition it.
+    ///   - keyedBody: whether the request's body is part of its key: it is decided as a GET is.
     ///   - now: the current time.
     ///   - configuration: the cache's configuration.
     static func decide(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool? = false,
-                       credentialed: Bool? = nil, now: Date, configuration: CacheConfiguration) -> CacheAction {
+                       credentialed: Bool? = nil, keyedBody: Bool = false, now: Date, configuration: CacheConfiguration) -> CacheAction {
         evaluate(request: request, headers: headers, entry: entry, otherVariant: otherVariant, credentialed: credentialed,
-                 now: now, configuration: configuration).action
+                 keyedBody: keyedBody, now: now, configuration: configuration).action
     }
 
     /// A HEAD or a range request that goes out: passed through, nothing stored or removed,

@@ -33,9 +33,8 @@ extension CacheTransaction {
     /// A final answer to receive: stored or not (and why), its head to the caller.
     mutating func receive(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
         let plan = pending.plan
-        let method = context.request.httpMethod?.uppercased() ?? "GET"
         let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
-        var reason = Storability.reasonNotToStore(method: method, response: head, policy: policy,
+        var reason = Storability.reasonNotToStore(method: context.storageMethod, response: head, policy: policy,
                                                   credentialed: context.credentialed, configuration: context.configuration)
         if reason == nil && !plan.store { reason = .requestNoStore }
         if reason == nil, let length = head.contentLength, length > context.maxEntrySize {

@@ -44,6 +44,14 @@ struct CacheTransaction {
         /// Whether the caller's delegate is asked before its answer is stored
         /// (`willCacheResponse`): a data task whose delegate Foundation would ask.
         var asksDelegateBeforeStoring = false
+        /// Whether the request's body is part of its key (`BodyKeying`): it is cached as a GET is.
+        var keyedBody = false
+
+        /// The method storability is judged for: GET for a keyed body.
+        var storageMethod: String { keyedBody ? "GET" : request.httpMethod?.uppercased() ?? "GET" }
+        /// Whether a stored entry may be revalidated with a conditional request: not for a keyed
+        /// body sent with a method other than QUERY (the origin would answer 412, never 304).
+        var sendsValidators: Bool { !keyedBody || request.httpMethod?.uppercased() == "QUERY" }
     }
 
     /// What the plumbing does, in order.
@@ -188,13 +196,14 @@ struct CacheTransaction {
     mutating func start(entry: CacheEntry?, otherVariant: Bool? = false, now: Date) -> [Action] {
         guard case .idle = state else { return [] }
         if case .refresh(let previous) = context.role {
-            let validators = Validation.conditionalHeaders(for: previous)
+            let validators = context.sendsValidators ? Validation.conditionalHeaders(for: previous) : [:]
             let plan = ForwardPlan(status: .stale, reason: .stale, validate: !validators.isEmpty, store: true)
             state = .awaitingHead(Pending(plan: plan, entry: previous, conditional: validators))
             return [.forward(conditional: validators)]
         }
         let action = CacheDecision.decide(request: context.request, headers: context.headers, entry: entry,
-                                          otherVariant: otherVariant, credentialed: context.credentialed, now: now,
+                                          otherVariant: otherVariant, credentialed: context.credentialed,
+                                          keyedBody: context.keyedBody, now: now,
                                           configuration: context.configuration)
         switch action {
         case .fail(let error):

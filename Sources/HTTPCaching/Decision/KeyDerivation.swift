@@ -139,17 +139,29 @@ struct KeyDerivation: Sendable {
         !configuration.effectivePartitioning.inputs(headers).isEmpty
     }
 
+    /// The digest of a request's own `httpBody`, when the configuration keys it and it is within
+    /// the limit.
+    func ownBodyDigest(of request: URLRequest, headers: RequestHeaders) -> String? {
+        let keying = configuration.bodyKeying
+        guard let body = request.httpBody, body.count <= keying.maxBodySize, keying.applies(to: request) else { return nil }
+        return keying.digest(of: body, contentType: headers.value("Content-Type"))
+    }
+
     /// The key of the entry stored under the request's URL (no variant).
     /// - Parameters:
     ///   - method: the method the key is for; the default is the request's own (GET for HEAD).
+    ///   - bodyDigest: a keyed body's digest (`BodyKeying`), added to the key's URL as
+    ///     `#body=<digest>` (a fragment no normalized URL has); nil: the digest of the request's
+    ///     `httpBody` when the configuration keys it.
     ///   - secret: the store's partition secret, asked for only when the request has credentials.
     /// - Throws: what `secret` throws.
-    func key(for request: URLRequest, headers: RequestHeaders, method: String? = nil,
+    func key(for request: URLRequest, headers: RequestHeaders, method: String? = nil, bodyDigest: String? = nil,
              secret: () throws -> [UInt8]) rethrows -> CacheKey {
         var verb = (method ?? request.httpMethod ?? "GET").uppercased()
         if verb == "HEAD" { verb = "GET" } // a HEAD is answered from the stored GET
         var key = CacheKey(method: verb, url: request.url ?? URL(fileURLWithPath: "/"))
         if let rewriter = configuration.keyRewriter { key = rewriter(key, request) }
+        if let digest = bodyDigest ?? ownBodyDigest(of: request, headers: headers) { key.url += "#body=" + digest }
         key.variant = nil
         key.namespace = configuration.namespace
         let inputs = configuration.effectivePartitioning.inputs(headers)

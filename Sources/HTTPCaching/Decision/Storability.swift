@@ -9,6 +9,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
     enum Value: Sendable, Hashable {
         case method(String), status(Int), responseNoStore, requestNoStore, statusNotUnderstood(Int), varyStar, setsCookie
         case credentials, tooLarge(bytes: Int, limit: Int), declinedByCacher, declinedByDelegate, memoryOnly, passThrough
+        case bodyTooLargeToKey(bytes: Int, limit: Int)
     }
 
     let value: Value
@@ -42,17 +43,21 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
     public static let memoryOnly = Self(value: .memoryOnly)
     /// The caller's own conditional or range request: its answer passes through untouched.
     public static let passThrough = Self(value: .passThrough)
+    /// The request's body would be part of its key (`BodyKeying`) but is larger than
+    /// `maxBodySize`: the request passes through.
+    public static func bodyTooLargeToKey(bytes: Int, limit: Int) -> Self { Self(value: .bodyTooLargeToKey(bytes: bytes, limit: limit)) }
 
     /// The reason's name, the same for every value of it: `method`, `status`,
     /// `responseNoStore`, `requestNoStore`, `statusNotUnderstood`, `varyStar`, `setsCookie`,
-    /// `credentials`, `tooLarge`, `declinedByCacher`, `declinedByDelegate`, `memoryOnly` or
-    /// `passThrough`; later versions may add more.
+    /// `credentials`, `tooLarge`, `declinedByCacher`, `declinedByDelegate`, `memoryOnly`,
+    /// `passThrough` or `bodyTooLargeToKey`; later versions may add more.
     public var name: String {
         switch value {
         case .method: "method"
         case .status: "status"
         case .statusNotUnderstood: "statusNotUnderstood"
         case .tooLarge: "tooLarge"
+        case .bodyTooLargeToKey: "bodyTooLargeToKey"
         default: "\(value)"
         }
     }
@@ -73,6 +78,8 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .declinedByDelegate: "the task's delegate declined it in willCacheResponse"
         case .memoryOnly: "the task's delegate allowed it in memory only, and the store keeps nothing in memory"
         case .passThrough: "the caller's own conditional or range request passes through untouched"
+        case .bodyTooLargeToKey(let bytes, let limit):
+            "the request's body (\(bytes) bytes) is larger than bodyKeying.maxBodySize (\(limit) bytes), so it is not keyed"
         }
     }
 
@@ -92,6 +99,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .declinedByDelegate: "not-stored-declined-by-delegate"
         case .memoryOnly: "not-stored-memory-only"
         case .passThrough: "pass-through"
+        case .bodyTooLargeToKey: "not-stored-body-too-large-to-key"
         }
     }
 }

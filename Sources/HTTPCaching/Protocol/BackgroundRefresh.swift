@@ -18,7 +18,7 @@ enum BackgroundRefresh {
             }
             binding.count(refreshesStarted: 1)
             var refreshHop = hop
-            refreshHop.body = .none
+            if refreshHop.bodyDigest == nil { refreshHop.body = .none } // a keyed body is sent again
             refreshHop.key = previous.key.primary
             let exchange = Exchange(role: .refresh(previous: previous), hop: refreshHop, binding: binding)
             exchange.state.withLock { $0.claim = previous.key }

@@ -66,8 +66,9 @@ extension Exchange {
     /// transaction of its own, with its own key and lookup.
     func startHop(_ request: URLRequest, body: HopBody) {
         cache.ioQueue(for: request.url?.absoluteString ?? "").async {
-            let hop = Hop(request, body: body, binding: self.binding)
-            guard let key = try? self.binding.key(for: request) else {
+            var hop = Hop(request, body: body, binding: self.binding)
+            hop.bodyDigest = self.bodyDigest(of: request, body: body)
+            guard let key = try? self.binding.key(for: request, bodyDigest: hop.bodyDigest) else {
                 return self.caller?.delivery.fail(HTTPCachingError.storeUnavailableForCredentials) ?? ()
             }
             let (entry, other) = self.cache.lookup(key, headers: hop.headers)

@@ -85,7 +85,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     // MARK: - Starting
 
-    /// Reads the body an unsafe method sends, derives the key once and looks the entry up: from
+    /// Reads the body a method other than GET sends, derives the key once and looks the entry up: from
     /// memory right here (a hit is answered in place), else on the I/O queue.
     func begin() {
         guard let caller else { return }
@@ -96,6 +96,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
                 return caller.delivery.fail(HTTPCachingError.uploadBodyUnavailable)
             }
             state.withLock { $0.hop.body = body }
+            if cache.configuration.bodyKeying.applies(to: request) { return beginKeyed(caller, body: body) }
         }
         let hop = state.withLock { $0.hop }
         let key = !hop.credentialed || cache.hasPartitionSecret ? try? binding.key(for: hop.request) : nil
@@ -134,7 +135,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// Before an answer comes from the network: how the caller takes it, read on the task's
     /// work queue, once, and told to the transaction.
-    private func prepareForNetwork(_ caller: Caller) {
+    func prepareForNetwork(_ caller: Caller) {
         guard state.withLock({ $0.callerTakes == nil }) else { return }
         let (streaming, asks) = caller.prepareForNetwork()
         state.withLock { state in
@@ -240,5 +241,6 @@ extension CacheTransaction.Context {
         self.init(request: hop.request, headers: hop.headers, key: hop.key, configuration: cache.configuration,
                   role: transactionRole, maxEntrySize: cache.store.maxEntrySize, credentialed: hop.credentialed,
                   entryWindows: cache.windowsSetAhead(for: hop.key))
+        keyedBody = hop.bodyDigest != nil
     }
 }

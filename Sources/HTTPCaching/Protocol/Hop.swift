@@ -12,6 +12,8 @@ struct Hop: Sendable {
     var key: CacheKey
     var credentialed: Bool
     var body: HopBody
+    /// The digest its body adds to its key, when its body is keyed (`BodyKeying`).
+    var bodyDigest: String?
 
     /// A hop for `request` under `binding`'s keys; its key is the URL's until `key` is set.
     init(_ request: URLRequest, body: HopBody = .none, binding: ProtocolBinding) {

@@ -56,8 +56,8 @@ final class ProtocolBinding: Sendable {
 
     /// The key of the entry stored under a request's URL, with this binding's session headers.
     /// - Throws: what the store's `partitionSecret()` throws, for a credentialed request.
-    func key(for request: URLRequest) throws -> CacheKey {
-        try keys.key(for: request, headers: keys.headers(request), secret: engine.partitionSecret)
+    func key(for request: URLRequest, bodyDigest: String? = nil) throws -> CacheKey {
+        try keys.key(for: request, headers: keys.headers(request), bodyDigest: bodyDigest, secret: engine.partitionSecret)
     }
 }
 

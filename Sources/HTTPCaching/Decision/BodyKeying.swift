@@ -1,0 +1,68 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Which requests have their body as part of the key: search and GraphQL APIs that put the
+/// query in a POST body, and the `QUERY` method (draft-ietf-httpbis-safe-method-w-body), which
+/// is safe and cacheable and carries a body.
+///
+/// A keyed request is cached as a GET is (looked up, stored, revalidated, collapsed), under a
+/// key holding a SHA-256 digest of its `Content-Type` and its body (after `normalizer`); it is
+/// neither passed through nor an invalidation. Credentials partition it as they partition a GET.
+/// A body larger than `maxBodySize` is not keyed: the request passes through, and a
+/// `notStored(.bodyTooLargeToKey)` event says why.
+public struct BodyKeying: Sendable {
+    /// The methods whose body is keyed, upper-case. The default is `QUERY`.
+    public var methods: Set<String>
+    /// Only requests whose URL this accepts are keyed; nil: every URL. The default is nil.
+    public var urls: (@Sendable (URL) -> Bool)?
+    /// What is digested for a body and its `Content-Type`, for example a GraphQL body without
+    /// its `operationName`, or JSON with its keys sorted; nil: the body as it is. The default
+    /// is nil.
+    public var normalizer: (@Sendable (_ body: Data, _ contentType: String?) -> Data)?
+    /// The largest body keyed, in bytes. The default is 1 MiB.
+    public var maxBodySize: Int
+
+    /// Body keying with the given parts; every argument has the default above.
+    public init(methods: Set<String> = ["QUERY"], urls: (@Sendable (URL) -> Bool)? = nil,
+                normalizer: (@Sendable (Data, String?) -> Data)? = nil, maxBodySize: Int = 1 << 20) {
+        self.methods = Set(methods.map { $0.uppercased() })
+        self.urls = urls
+        self.normalizer = normalizer
+        self.maxBodySize = maxBodySize
+    }
+
+    /// `QUERY` only: the default.
+    public static let query = BodyKeying()
+
+    /// Whether a request's body is keyed: its own setting (`URLRequest.keysBody`), else the
+    /// method and URL.
+    func applies(to request: URLRequest) -> Bool {
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        guard method != "GET" && method != "HEAD" else { return false }
+        if let own = request.value(forHTTPHeaderField: HTTPCachingHeaders.bodyKey) { return own == "1" }
+        guard methods.contains(method), let url = request.url else { return false }
+        return urls?(url) ?? true
+    }
+
+    /// The digest a keyed body adds to the key: SHA-256 of the `Content-Type` and the
+    /// normalised body, 32 hex digits.
+    func digest(of body: Data, contentType: String?) -> String {
+        let normalized = normalizer?(body, contentType) ?? body
+        var message = Array((contentType ?? "").utf8) + [0]
+        message += normalized
+        return hexString(SHA256.hash(message).prefix(16))
+    }
+}
+
+extension URLRequest {
+    /// Whether this request's body is part of its key, overriding the configuration's
+    /// `bodyKeying`; nil follows the configuration. The default is nil.
+    ///
+    /// Carried in a private header that is removed before the request reaches the network.
+    public var keysBody: Bool? {
+        get { value(forHTTPHeaderField: HTTPCachingHeaders.bodyKey).map { $0 == "1" } }
+        set { setValue(newValue.map { $0 ? "1" : "0" }, forHTTPHeaderField: HTTPCachingHeaders.bodyKey) }
+    }
+}

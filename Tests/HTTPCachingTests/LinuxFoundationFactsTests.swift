@@ -5,6 +5,7 @@ import FoundationNetworking
 import Synchronization
 import Testing
 @testable import HTTPCaching
+import LoopbackOrigin
 
 /// The facts about corelibs Foundation the package's design rests on. Each fails, and says
 /// which design choice to revisit, if Foundation changes.
@@ -53,7 +54,31 @@ struct LinuxFoundationFactsTests {
         _ = try await session.data(for: URLRequest(url: URL(string: "http://facts.test/task")!))
         #expect(HeaderCapturingProtocol.sawTask.withLock { $0 })
     }
+
+    @Test("a completion-handler task whose delegate refuses a redirect gets the 3xx with an empty body (so the forwarding session reads the body Foundation loaded, TaskIntrospection.loadedBody)")
+    func refusedRedirectBodyLost() async throws {
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeRedirect("/from", to: "/to", body: "the 3xx body")
+        let session = URLSession(configuration: .ephemeral, delegate: RedirectRefuser(), delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let (data, response) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse?), any Error>) in
+            session.dataTask(with: origin.url("/from")) { data, response, error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: (data ?? Data(), response)) }
+            }.resume()
+        }
+        #expect((response as? HTTPURLResponse)?.statusCode == 302)
+        #expect(data.isEmpty, "Foundation now keeps a refused redirect's body: TaskIntrospection.loadedBody(redirect:) may go")
+    }
     #endif
+}
+
+/// Refuses every redirect.
+final class RedirectRefuser: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
 }
 
 /// Answers with one response and three body chunks.

@@ -125,6 +125,8 @@ struct CacheTransaction {
         var bodyBytes = 0
         /// The checksum of a spooled body, to tell a refresh whether the body changed.
         var checksum = BodyChecksum.Running()
+        /// Whether `body` has been given its room (`append`).
+        var sized = false
     }
 
     struct Asking {
@@ -283,11 +285,25 @@ struct CacheTransaction {
             chunk.withUnsafeBytes { receiving.checksum.update($0) }
             actions.append(.appendToWriter(chunk))
         } else if receiving.storing || (!streaming && !isRefresh) {
-            receiving.body.append(chunk)
+            Self.append(chunk, to: &receiving.body, sized: &receiving.sized, expecting: receiving.head.contentLength)
         }
         state = .receiving(receiving)
         if streaming { actions.insert(.deliver(chunk), at: 0) }
         return actions
+    }
+
+    /// Appends a chunk without copying more than it must: the first chunk is kept as it is (a
+    /// body that arrives whole is never copied), and the buffer is sized once from
+    /// `Content-Length` when a second chunk comes.
+    private static func append(_ chunk: Data, to body: inout Data, sized: inout Bool, expecting length: Int?) {
+        if body.isEmpty { return body = chunk }
+        if !sized, let length, length >= body.count + chunk.count, length <= 1 << 30 {
+            var buffer = Data(capacity: length)
+            buffer.append(body)
+            body = buffer
+        }
+        sized = true
+        body.append(chunk)
     }
 
     /// The body ended.

@@ -28,7 +28,9 @@ extension Exchange {
         // where `startLoading` runs: every session's work queue targets it, so creating a task
         // there waits on the queue the thread already holds, and traps.
         binding.control.async {
-            let task = self.binding.forwarding.makeTask(sending.value.0, body: sending.value.1, observer: self)
+            // A caller that takes the answer whole gets it whole from the network too.
+            let whole = self.caller != nil && self.state.withLock { $0.callerTakes?.streaming == false }
+            let task = self.binding.forwarding.makeTask(sending.value.0, body: sending.value.1, whole: whole, observer: self)
             // Its answer reaches the caller through blocks on the queue its own transfer runs on.
             self.caller?.delivery.follow(self.binding.forwarding.transferQueue ?? TaskIntrospection.workQueue(of: task))
             let go = self.state.withLock { state -> Bool in

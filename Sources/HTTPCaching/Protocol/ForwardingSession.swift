@@ -80,9 +80,26 @@ final class ForwardingSession: Sendable {
     }
 
     /// Creates a task for `request`, reporting to `observer`; not resumed.
-    func makeTask(_ request: URLRequest, body: Body = .none, observer: any ForwardObserver) -> URLSessionDataTask {
+    /// - Parameter whole: the answer is wanted whole, not as it arrives (a caller that takes it
+    ///   whole, and a request with no body): a completion-handler task, which Foundation fills
+    ///   on its transfer thread, reports once, with no hop to the delegate queue per chunk.
+    func makeTask(_ request: URLRequest, body: Body = .none, whole: Bool = false, observer: any ForwardObserver) -> URLSessionDataTask {
         let session = self.session
         let task: URLSessionDataTask
+        if whole, case .none = body {
+            let identifier = Mutex<Int?>(nil)
+            task = session.dataTask(with: request) { [router] data, response, error in
+                guard let id = identifier.withLock({ $0 }), let observer = router.take(id) else { return }
+                if error == nil, let http = response as? HTTPURLResponse {
+                    observer.forwardReceived(http, from: id)
+                    if let data, !data.isEmpty { observer.forwardReceived(data, from: id) }
+                }
+                observer.forwardCompleted(id, error: error)
+            }
+            identifier.withLock { $0 = task.taskIdentifier }
+            router.observe(task.taskIdentifier, observer, whole: true)
+            return task
+        }
         switch body {
         case .none:
             task = session.dataTask(with: request)
@@ -105,13 +122,22 @@ final class ForwardingSession: Sendable {
     private final class Router: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         /// Held strongly until the task completes: a background refresh has no other owner.
         private let observers = Mutex<[Int: any ForwardObserver]>([:])
+        /// The tasks whose answer is reported whole, by their completion handler.
+        private let wholeTasks = Mutex<Set<Int>>([])
 
-        func observe(_ task: Int, _ observer: any ForwardObserver) {
+        func observe(_ task: Int, _ observer: any ForwardObserver, whole: Bool = false) {
             observers.withLock { $0[task] = observer }
+            if whole { wholeTasks.withLock { _ = $0.insert(task) } }
         }
 
         private func observer(_ task: Int) -> (any ForwardObserver)? {
             observers.withLock { $0[task] }
+        }
+
+        /// The task's observer, no longer held: the task reports nothing more.
+        func take(_ task: Int) -> (any ForwardObserver)? {
+            wholeTasks.withLock { _ = $0.remove(task) }
+            return observers.withLock { $0.removeValue(forKey: task) }
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
@@ -125,8 +151,7 @@ final class ForwardingSession: Sendable {
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            let observer = observers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-            observer?.forwardCompleted(task.taskIdentifier, error: error)
+            take(task.taskIdentifier)?.forwardCompleted(task.taskIdentifier, error: error)
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,
@@ -138,6 +163,7 @@ final class ForwardingSession: Sendable {
         /// Never follow: the 3xx comes back, and the cache asks the caller's delegate.
         func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+            if wholeTasks.withLock({ $0.contains(task.taskIdentifier) }) { endWhole(task, response: response, redirect: true) }
             completionHandler(nil)
         }
 
@@ -150,9 +176,24 @@ final class ForwardingSession: Sendable {
             guard [NSURLAuthenticationMethodHTTPBasic, NSURLAuthenticationMethodHTTPDigest, NSURLAuthenticationMethodDefault].contains(method) else {
                 return completionHandler(.performDefaultHandling, nil)
             }
-            let observer = observers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-            observer?.forwardCompleted(task.taskIdentifier, error: nil)
+            endWhole(task, response: challenge.failureResponse as? HTTPURLResponse, redirect: false)
             completionHandler(.cancelAuthenticationChallenge, nil)
+        }
+
+        /// Ends a task's report where Foundation stops short of completing it (a 3xx not
+        /// followed, a 401 challenge): a completion-handler task has reported nothing yet, so
+        /// its response and the body Foundation loaded go first (a completion handler would get
+        /// neither: Foundation loses a refused redirect's body, and a cancelled challenge's 401).
+        private func endWhole(_ task: URLSessionTask, response: HTTPURLResponse?, redirect: Bool) {
+            let whole = wholeTasks.withLock { $0.contains(task.taskIdentifier) }
+            guard let observer = take(task.taskIdentifier) else { return }
+            if whole, let response {
+                observer.forwardReceived(response, from: task.taskIdentifier)
+                if let body = TaskIntrospection.loadedBody(of: task, redirect: redirect), !body.isEmpty {
+                    observer.forwardReceived(body, from: task.taskIdentifier)
+                }
+            }
+            observer.forwardCompleted(task.taskIdentifier, error: nil)
         }
     }
 }

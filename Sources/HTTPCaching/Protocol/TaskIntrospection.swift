@@ -150,6 +150,23 @@ enum TaskIntrospection {
         return nil
     }
 
+    /// The whole body Foundation's own HTTP class has loaded for a completion-handler task that
+    /// has not completed yet: a 401's (its protocol's `responseData`, set just before it raises
+    /// an authentication challenge), or a redirect's (`lastRedirectBody`, while its delegate is
+    /// asked whether to follow); nil when it cannot be read.
+    static func loadedBody(of task: URLSessionTask, redirect: Bool) -> Data? {
+        guard let storage = storedValue(named: "_protocolStorage", in: task),
+              let existing = Mirror(reflecting: storage).children.first, existing.label == "existing",
+              let foundationProtocol = existing.value as? URLProtocol else { return nil }
+        if redirect { return storedValue(named: "lastRedirectBody", in: foundationProtocol).flatMap(unwrap) as? Data }
+        guard let properties = storedValue(named: "properties", in: foundationProtocol) else { return nil }
+        for entry in Mirror(reflecting: properties).children {
+            let pair = Mirror(reflecting: entry.value).children.map(\.value)
+            if pair.count == 2, String(describing: pair[0]) == "responseData" { return pair[1] as? Data }
+        }
+        return nil
+    }
+
     /// An upload task's body, kept apart from its request.
     enum UploadBody {
         case none

@@ -5,7 +5,7 @@ import FoundationNetworking
 #endif
 
 /// What a protocol can learn about its task beyond the public API, read from
-/// swift-corelibs-foundation's stored properties with `Mirror` (read-only).
+/// swift-corelibs-foundation's stored properties (read-only, `StoredField`).
 ///
 /// On Linux a protocol cannot see its task's session (`URLSessionTask.session` is internal),
 /// whether the task was made with a completion handler (the session's task registry is
@@ -92,8 +92,9 @@ enum TaskIntrospection {
     }
 
     /// The delegate a `...WithTaskDelegate` behaviour carries, if any.
-    private static func givenDelegate(_ behaviour: (name: String, payload: Any?)) -> URLSessionTaskDelegate? {
-        guard behaviour.name == "dataCompletionHandlerWithTaskDelegate", let payload = behaviour.payload else { return nil }
+    private static func givenDelegate(_ behaviour: (name: String, value: Any)) -> URLSessionTaskDelegate? {
+        guard behaviour.name == "dataCompletionHandlerWithTaskDelegate",
+              let payload = Mirror(reflecting: behaviour.value).children.first?.value else { return nil }
         let parts = Mirror(reflecting: payload).children.map(\.value)
         guard parts.count == 2 else { return nil }
         return unwrap(parts[1]) as? URLSessionTaskDelegate
@@ -131,23 +132,18 @@ enum TaskIntrospection {
         return registration
     }
 
-    /// The name of the behaviour the session registered for a task, and its payload.
-    private static func behaviour(of task: URLSessionTask, session: URLSession) -> (name: String, payload: Any?)? {
+    /// The name of the behaviour the session registered for a task (its enum case), and the
+    /// behaviour itself.
+    private static func behaviour(of task: URLSessionTask, session: URLSession) -> (name: String, value: Any)? {
         guard let registry = storedValue(named: "taskRegistry", in: session),
-              let behaviours = storedValue(named: "behaviours", in: registry as AnyObject) else { return nil }
-        // The dictionary cast boxes each value, far cheaper than reflecting every entry.
-        if let table = behaviours as? [Int: Any] {
-            guard let found = table[task.taskIdentifier] else { return nil }
-            let behaviour = Mirror(reflecting: found).children.first
-            return (behaviour?.label ?? String(describing: found), behaviour?.value)
-        }
-        for child in Mirror(reflecting: behaviours).children {
-            let pair = Mirror(reflecting: child.value).children.map(\.value)
-            guard pair.count == 2, let identifier = pair[0] as? Int, identifier == task.taskIdentifier else { continue }
-            let behaviour = Mirror(reflecting: pair[1]).children.first
-            return (behaviour?.label ?? String(describing: pair[1]), behaviour?.value)
-        }
-        return nil
+              let behaviours = storedValue(named: "behaviours", in: registry as AnyObject),
+              let table = behaviours as? any IntKeyedTable else { return nil }
+        // One entry looked up in place (a cast to [Int: Any] would box every task's entry), and
+        // its case named by the runtime, as `print` names it (a Mirror costs far more).
+        guard let found = table.anyValue(for: task.taskIdentifier) else { return nil }
+        func name<T>(_ value: T) -> String? { enumCaseName(value).map { String(cString: $0) } }
+        guard let caseName = _openExistential(found, do: name) else { return nil }
+        return (caseName, found)
     }
 
     /// The whole body Foundation's own HTTP class has loaded for a completion-handler task that
@@ -198,45 +194,37 @@ enum TaskIntrospection {
         }
     }
 
-    /// Where a stored property sits in a class's reflection: how many superclass steps up,
-    /// and its position among that class's stored properties. Found once per class and name:
-    /// finding it walks (and reflects) every property before it, the costly part of a read.
-    private struct FieldPosition: Hashable {
-        let level: Int
-        let offset: Int
-    }
-
-    private static let positions = Mutex<[String: FieldPosition]>([:])
-
-    /// A stored property of an object, searched up its class hierarchy; its position is
-    /// remembered per class, so later reads reflect that one property (checked by its label).
+    /// A stored property of an object, read through `StoredField`.
     private static func storedValue(named name: String, in object: AnyObject) -> Any? {
-        let cacheKey = "\(ObjectIdentifier(type(of: object)).hashValue):\(name)"
-        if let known = positions.withLock({ $0[cacheKey] }) {
-            var mirror: Mirror? = Mirror(reflecting: object)
-            for _ in 0..<known.level { mirror = mirror?.superclassMirror }
-            if let children = mirror?.children, known.offset < children.count {
-                let child = children[children.index(children.startIndex, offsetBy: known.offset)]
-                if child.label == name { return child.value }
-            }
-        }
-        var mirror: Mirror? = Mirror(reflecting: object)
-        var level = 0
-        while let current = mirror {
-            for (offset, child) in current.children.enumerated() where child.label == name {
-                positions.withLock { $0[cacheKey] = FieldPosition(level: level, offset: offset) }
-                return child.value
-            }
-            mirror = current.superclassMirror
-            level += 1
-        }
-        return nil
+        StoredField.value(named: name, in: object)
     }
 
     /// The value inside an optional (nil for `.none`), or the value itself.
     private static func unwrap(_ value: Any) -> Any? {
-        let mirror = Mirror(reflecting: value)
-        guard mirror.displayStyle == .optional else { return value }
-        return mirror.children.first?.value
+        guard let optional = value as? any OptionalValue else { return value }
+        return optional.wrappedValue
     }
 }
+
+/// A dictionary keyed by `Int`, whatever its values: one entry read without naming their type.
+protocol IntKeyedTable {
+    func anyValue(for key: Int) -> Any?
+}
+
+extension Dictionary: IntKeyedTable where Key == Int {
+    func anyValue(for key: Int) -> Any? { self[key] }
+}
+
+/// An optional, whatever it wraps: its value read without naming the type.
+protocol OptionalValue {
+    var wrappedValue: Any? { get }
+}
+
+extension Optional: OptionalValue {
+    var wrappedValue: Any? { self.map { $0 } }
+}
+
+/// The name of an enum value's case, as the runtime prints it; nil for a value that is not an
+/// enum. (The runtime entry point `print` and `String(describing:)` use.)
+@_silgen_name("swift_EnumCaseName")
+private func enumCaseName<T>(_ value: T) -> UnsafePointer<CChar>?

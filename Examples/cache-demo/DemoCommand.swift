@@ -67,7 +67,9 @@ enum StoreChoice: Equatable {
     }
 }
 
+/// `cache-demo fetch URL ...`: what to send, through which cache, how often, and how to report it.
 struct FetchOptions: Equatable {
+    /// An http or https URL, or a path alone (`/search?x=1`): the embedded origin's.
     var url: URL
     var store = StoreChoice.memory
     var policy = CachingPolicy.twoTier
@@ -77,16 +79,29 @@ struct FetchOptions: Equatable {
     var json = false
     /// Print the statistics at the end, and how; nil: do not.
     var stats: StatsFormat?
+    /// The method, `-X METHOD`; nil: GET, or POST when there is a body (as curl does).
+    var method: String?
+    /// Header fields sent with every request, `-H 'Name: value'`.
+    var headers: [HeaderField] = []
+    /// The request bodies, `--data` or `--data-file`, each sent by a request of its own, in turn;
+    /// empty: no body.
+    var bodies: [RequestBody] = []
+    /// Whether each request's body is part of its key (`URLRequest.keysBody`), `--key-body`: a
+    /// POST is then cached as a QUERY is.
+    var keysBody = false
+}
+
+/// A request header field, `-H 'Name: value'`.
+struct HeaderField: Equatable {
+    var name: String
+    var value: String
 }
 
 /// `cache-demo explain URL ...`: what the cache would do with a GET for the URL, from the
 /// store, without the network (unless `--fetch-first`).
 struct ExplainOptions: Equatable {
     /// A request header field, `--header 'Name: value'`.
-    struct Header: Equatable {
-        var name: String
-        var value: String
-    }
+    typealias Header = HeaderField
 
     var url: URL
     var store = StoreChoice.memory
@@ -117,12 +132,14 @@ extension DemoCommand {
 
         var parsed = ParsedArguments()
         let valued = explaining ? ["--fresh", "--usable", "--store", "--policy", "--header", "-H"]
-                                : ["--fresh", "--usable", "--repeat", "--interval", "--store", "--policy"]
+                                : ["--fresh", "--usable", "--repeat", "--interval", "--store", "--policy", "--header", "-H"]
+                                  + FetchOptions.requestOptions
         var rest = arguments.dropFirst()[...]
         while let argument = rest.popFirst() {
             if argument == "--help" || argument == "-h" { return .help }
             if argument == "--json" { parsed.options.json = true; parsed.explain.json = true; continue }
             if explaining && argument == "--fetch-first" { parsed.explain.fetchFirst = true; continue }
+            if !explaining && argument == "--key-body" { parsed.options.keysBody = true; continue }
             if !explaining && (argument == "--stats" || argument.hasPrefix("--stats=")) {
                 try parsed.setStats(argument, next: &rest)
                 continue
@@ -140,7 +157,7 @@ extension DemoCommand {
                 try parsed.set(name, text)
                 continue
             }
-            try parsed.setURL(argument)
+            try parsed.setURL(argument, pathAllowed: !explaining)
         }
         return try parsed.command(first, explaining: explaining)
     }
@@ -174,6 +191,9 @@ extension DemoCommand {
                     throw UsageError(description: "\(name) takes 'Name: value', not '\(text)'")
                 }
                 explain.headers.append(.init(name: field, value: text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+                options.headers = explain.headers
+            case _ where FetchOptions.requestOptions.contains(name):
+                try options.setRequestOption(name, text)
             default:
                 guard let count = Int(text), count >= 1 else {
                     throw UsageError(description: "--repeat takes a whole number of at least 1, not '\(text)'")
@@ -196,12 +216,18 @@ extension DemoCommand {
             options.stats = format
         }
 
-        /// Takes the URL, the one argument that is not an option.
-        mutating func setURL(_ argument: String) throws(UsageError) {
+        /// Takes the URL, the one argument that is not an option; for `fetch`, a path alone
+        /// (`/search`) is the embedded origin's.
+        mutating func setURL(_ argument: String, pathAllowed: Bool) throws(UsageError) {
             guard url == nil else { throw UsageError(description: "unexpected argument '\(argument)'") }
+            if pathAllowed, argument.hasPrefix("/"), !argument.hasPrefix("//"), let path = URL(string: argument) {
+                url = path
+                return
+            }
             guard let parsed = URL(string: argument), let scheme = parsed.scheme?.lowercased(),
                   scheme == "http" || scheme == "https", parsed.host?.isEmpty == false else {
-                throw UsageError(description: "not an http or https URL: '\(argument)'")
+                let alternative = pathAllowed ? " nor a /path on the embedded origin" : ""
+                throw UsageError(description: "not an http or https URL\(alternative): '\(argument)'")
             }
             url = parsed
         }
@@ -220,7 +246,10 @@ extension DemoCommand {
             if options.json && options.stats == .prometheus {
                 throw UsageError(description: "--stats=prometheus prints text, not JSON: leave out --json, or use --json --stats for a JSON line")
             }
-            guard explaining else { return .fetch(options) }
+            guard explaining else {
+                try options.checkRequest()
+                return .fetch(options)
+            }
             var explain = self.explain
             explain.url = url
             explain.windows = options.windows

@@ -12,19 +12,31 @@ struct Row {
     let status: Int
     let body: Data
     let ms: Double
+    /// The request's method.
+    var method = "GET"
+    /// The size of the request's body; nil without one.
+    var sentBytes: Int?
 
+    /// `{"n":1,"cache":"miss","status":200,"bytes":123,"ms":4.2,"elapsed":0.0,"method":"GET"}`,
+    /// and `"sent_bytes"` when the request had a body.
     var jsonLine: JSONLine {
-        JSONLine([("n", .int(n)), ("cache", .string(cache)), ("status", .int(status)),
-                  ("bytes", .int(body.count)), ("ms", .number(ms)), ("elapsed", .number(elapsed))])
+        var fields: [(String, JSONLine.Value)] = [
+            ("n", .int(n)), ("cache", .string(cache)), ("status", .int(status)), ("bytes", .int(body.count)),
+            ("ms", .number(ms)), ("elapsed", .number(elapsed)), ("method", .string(method)),
+        ]
+        if let sentBytes { fields.append(("sent_bytes", .int(sentBytes))) }
+        return JSONLine(fields)
     }
 }
 
 /// Makes numbered requests on a caching session and times them.
 struct Runner {
     /// A cache on the store the command line chose; nil (with a message) if it cannot be opened.
-    static func makeCache(store choice: StoreChoice, windows: CacheWindows, policy: CachingPolicy) -> HTTPCache? {
+    static func makeCache(store choice: StoreChoice, windows: CacheWindows, policy: CachingPolicy,
+                          keyRewriter: (@Sendable (CacheKey, URLRequest) -> CacheKey)? = nil) -> HTTPCache? {
         do {
-            return HTTPCache(configuration: CacheConfiguration(windows: windows, policy: policy), store: try choice.makeStore())
+            let configuration = CacheConfiguration(windows: windows, keyRewriter: keyRewriter, policy: policy)
+            return HTTPCache(configuration: configuration, store: try choice.makeStore())
         } catch {
             Output.error("cannot open the store: \(error)")
             return nil
@@ -44,7 +56,8 @@ struct Runner {
         let ms = Double(DispatchTime.now().uptimeNanoseconds - begin.uptimeNanoseconds) / 1e6
         let http = response as? HTTPURLResponse
         return Row(n: n, elapsed: Date().timeIntervalSince(started), cache: http?.cacheStatus?.rawValue ?? "none",
-                   status: http?.statusCode ?? 0, body: data, ms: ms)
+                   status: http?.statusCode ?? 0, body: data, ms: ms, method: request.httpMethod ?? "GET",
+                   sentBytes: request.httpBody?.count)
     }
 
 }

@@ -5,7 +5,9 @@ extension DemoCommand {
                                            walk through miss, fresh, stale, refresh and expiry
                                            against an embedded local origin; ends with what
                                            happened, counted, and the cache's statistics
-           cache-demo fetch URL [options]  fetch URL through the cache
+           cache-demo fetch URL [options]  fetch URL through the cache; a path alone (/search)
+                                           is fetched from an embedded local origin that
+                                           answers any method with what it received
            cache-demo explain URL [options]
                                            what the cache would do with a GET for URL, and why:
                                            the key, the stored entry, its age and lifetime, the
@@ -30,10 +32,24 @@ extension DemoCommand {
       --fresh SECONDS     fresh window: served with no network (default 60; may be fractional)
       --usable SECONDS    usable window: served, then refreshed in the background
                           (default 172800, two days)
-      --repeat N          how many requests to make (default 1)
+      --repeat N          how many times to send the request, or every body in turn
+                          (default 1)
       --interval SECONDS  pause between requests (default 0)
       --policy NAME       two-tier (default), http, cache-first, cache-only or network-only
       --store STORE       as above
+      -X, --request METHOD
+                          the method (default GET, or POST with a body, as curl does);
+                          -X QUERY --data BODY sends a QUERY, cached under its body
+      -H, --header 'N: V' a request header field (repeatable)
+      --data STRING       a request body, sent as given (a leading @ is not a file name);
+                          repeat it to send one request per body, in turn (curl would join
+                          them with &): --data A --data A --data B is a miss, a hit, a miss
+      --data-file PATH    a request body read from a file (repeatable, as --data; not
+                          together with --data); a file that cannot be read exits 2
+                          a body goes with Content-Type: application/x-www-form-urlencoded
+                          unless -H gives one, as curl sends it; the type is part of the key
+      --key-body          key each request by its body (URLRequest.keysBody), so a POST is
+                          cached (never revalidated: only QUERY is); QUERY needs no flag
       --json              one JSON object per request and per event, instead of a table
       --stats[=FORMAT]    at the end, the cache's statistics: a table (FORMAT table, the
                           default), or the Prometheus text format (FORMAT prometheus); with
@@ -53,6 +69,6 @@ extension DemoCommand {
 
     how each request was served: miss, fresh, stale, expired, revalidated, fallback, bypass
     exit status: 0 success, 1 a request failed (or a store could not be opened), 2 a bad
-    command line
+    command line or a --data-file that cannot be read
     """
 }

@@ -100,9 +100,7 @@ enum Walkthrough {
         }
         // The origin's port changes from run to run; key its entries under one fixed name so
         // that a second run with a disk store finds the first run's entries.
-        let stableKeys = CacheConfiguration(windows: windows, keyRewriter: { key, _ in
-            CacheKey(method: key.method, normalizedURL: key.url.replacingOccurrences(of: "127.0.0.1:\(origin.port)", with: "demo-origin"))
-        })
+        let stableKeys = CacheConfiguration(windows: windows, keyRewriter: DemoOrigin.stableKeys(port: origin.port))
         let cache = HTTPCache(configuration: stableKeys, store: store)
         if store.entryCount > 0 {
             Output.line("the store already holds \(store.entryCount) entr\(store.entryCount == 1 ? "y" : "ies") from an earlier run\n")

@@ -112,6 +112,9 @@ for size in HTTPBench.sizes {
     lines.append("ratio.hit_over_network\(size.suffix)=\(formatRatio(hit / (m["network"] ?? .nan)))")
     lines.append("ratio.miss_over_network\(size.suffix)=\((formatRatio((m["miss"] ?? .nan) / (m["network"] ?? .nan))))")
     lines.append("ratio.hit_over_urlcache\(size.suffix)=\(formatRatio(hit / (m["urlcache"] ?? .nan)))")
+    // What a miss adds to the network's own time, in floors (one URLProtocol round trip).
+    let added = (m["miss"] ?? .nan) - (m["network"] ?? .nan)
+    lines.append("ratio.miss_minus_network_over_floor\(size.suffix)=\(formatRatio(added / (m["floor"] ?? .nan)))")
 }
 
 let statistics = TransparencyBench.statisticsCost(origin: origin, count: quick ? 500 : 2000, rounds: rounds)
@@ -121,9 +124,14 @@ lines.append("ratio.hit_statistics_on_over_off=\(formatRatio(statistics.on / sta
 let total = quick ? 1000 : 4000
 let c8 = http.concurrentHits(callers: 8, total: total, rounds: 3)
 let c64 = http.concurrentHits(callers: 64, total: total, rounds: 3)
-print("\nconcurrent 1 KB hits: \(Int(c8)) requests/s with 8 callers, \(Int(c64)) with 64")
-lines.append("rps.hit_c8=\(Int(c8))")
-lines.append("rps.hit_c64=\(Int(c64))")
+print("\nconcurrent 1 KB hits: \(Int(c8.hit)) requests/s with 8 callers, \(Int(c64.hit)) with 64; " +
+      "the floor protocol: \(Int(c8.floor)) and \(Int(c64.floor))")
+lines.append("rps.hit_c8=\(Int(c8.hit))")
+lines.append("rps.hit_c64=\(Int(c64.hit))")
+lines.append("rps.floor_c8=\(Int(c8.floor))")
+lines.append("rps.floor_c64=\(Int(c64.floor))")
+lines.append("ratio.hit_c8_over_floor_c8=\(formatRatio(c8.hit / c8.floor))")
+lines.append("ratio.hit_c64_over_floor_c64=\(formatRatio(c64.hit / c64.floor))")
 
 let storeDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-stores-\(UUID().uuidString)")
 let diskStore = try DiskResponseStore(directory: storeDirectory.appendingPathComponent("disk"))

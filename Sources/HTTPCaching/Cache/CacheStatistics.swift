@@ -84,6 +84,7 @@ final class StatisticsCounters: Sendable {
             case .invalidated: counts.invalidations += 1
             case .corrupted: counts.corruptions += 1
             case .storeFailed: counts.storeFailures += 1
+            case .waitingForSharedFill: break // counted as collapsed when the answer arrives
             }
         }
     }

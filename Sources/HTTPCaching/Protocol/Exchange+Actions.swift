@@ -99,8 +99,9 @@ extension Exchange {
         endClaim()
     }
 
-    /// Gives the refresh claim back, once.
+    /// Gives the refresh claim and the fill claim back, once.
     private func endClaim() {
+        endSharedFillClaim()
         guard let key = state.withLock({ state -> CacheKey? in
             defer { state.claim = nil }
             return state.claim

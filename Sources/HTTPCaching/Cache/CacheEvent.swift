@@ -36,7 +36,8 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         public static func refreshFailed(reason: String) -> Self { Self(value: .refreshFailed(reason: reason)) }
         /// The store evicted the entry to stay within its limits.
         public static let evicted = Self(value: .evicted)
-        /// An unsafe method's answer removed the entry stored for a URL.
+        /// An unsafe method's answer invalidated a URL: whatever was stored for it is removed
+        /// (reported whether or not anything was).
         public static let invalidated = Self(value: .invalidated)
         /// A damaged, truncated or foreign entry was found, removed, and treated as a miss.
         public static func corrupted(reason: String) -> Self { Self(value: .corrupted(reason: reason)) }

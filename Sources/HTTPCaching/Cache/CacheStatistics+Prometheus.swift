@@ -25,7 +25,7 @@ extension CacheStatistics {
         family("not_stored_total", "counter", "Responses not stored, by reason.",
                notStored.sorted { $0.key < $1.key }.map { ([("reason", $0.key)], $0.value) })
         family("evictions_total", "counter", "Entries evicted to stay within the store's limits.", [([], evictions)])
-        family("invalidations_total", "counter", "Entries removed by an unsafe method's answer.", [([], invalidations)])
+        family("invalidations_total", "counter", "URLs invalidated by an unsafe method's answer, whether or not anything was stored under them.", [([], invalidations)])
         family("corruptions_total", "counter", "Damaged entries found and removed.", [([], corruptions)])
         family("store_failures_total", "counter", "Store reads and writes that failed.", [([], storeFailures)])
         family("refreshes_total", "counter", "Background refreshes, by outcome.",

@@ -31,7 +31,8 @@ public struct CacheStatistics: Sendable, Equatable {
     public internal(set) var refreshesStarted = 0
     public internal(set) var refreshesSucceeded = 0
     public internal(set) var refreshesFailed = 0
-    /// Entries an unsafe method's answer removed.
+    /// URLs an unsafe method's answer invalidated (its own, its `Location`'s and
+    /// `Content-Location`'s), whether or not anything was stored under them.
     public internal(set) var invalidations = 0
     /// Entries the store holds now (its `entryCount`).
     public internal(set) var entries = 0

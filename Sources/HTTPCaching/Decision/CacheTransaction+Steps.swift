@@ -57,7 +57,10 @@ extension CacheTransaction {
         state = .receiving(receiving)
         if isRefresh { return actions + (receiving.spooling ? [.openWriter] : []) }
         let status: CacheStatus = storing ? plan.status : .bypass
-        let disposition = Disposition(status: status, forward: plan.reason, forwardStatus: head.statusCode, stored: storing,
+        // Whether it is stored is not known yet when the caller's delegate is still to be asked
+        // (`willCacheResponse`, after the body): `stored` is said only when it is certain.
+        let disposition = Disposition(status: status, forward: plan.reason, forwardStatus: head.statusCode,
+                                      stored: storing && !context.asksDelegateBeforeStoring,
                                       ttl: storing ? ttl(head.statusCode, head.header, windows: context.entryWindows, now: now) : nil,
                                       detail: reason?.token)
         return actions + [.emit(.served(status)), .respond(head, disposition)] + (receiving.spooling ? [.openWriter] : [])

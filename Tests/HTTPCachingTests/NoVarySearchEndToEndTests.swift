@@ -9,7 +9,7 @@ import LoopbackOrigin
 /// `No-Vary-Search` end to end: one stored response answers every URL that differs only in
 /// what its field lets differ. Checked against the loopback origin: how many requests it
 /// received, which stored response each caller got (the body names the request target that
-/// produced it) and events.
+/// produced it), `Cache-Status`, events and statistics.
 @Suite("No-Vary-Search end to end")
 struct NoVarySearchEndToEndTests {
     /// Routes `path` to answer with its request target and hit number, with these fields.
@@ -23,6 +23,11 @@ struct NoVarySearchEndToEndTests {
         }
     }
 
+    /// The cache's `Cache-Status` member of an answer.
+    static func cacheStatus(_ result: FetchResult) -> String {
+        result.response.value(forHTTPHeaderField: "Cache-Status") ?? ""
+    }
+
     @Test("tracking parameters named in params=(...) are ignored: three URLs, one origin request; another id is a miss")
     func trackingParameters() async throws {
         let h = try Harness()
@@ -33,8 +38,25 @@ struct NoVarySearchEndToEndTests {
         #expect(first.status == .miss && second.status == .fresh && third.status == .fresh)
         #expect([second.text, third.text].allSatisfy { $0 == "/article?id=1&utm_source=news #1" })
         #expect(h.origin.requestCount("/article") == 1)
+        #expect(Self.cacheStatus(second).hasSuffix("; detail=no-vary-search"), "\(Self.cacheStatus(second))")
+        #expect(!Self.cacheStatus(first).contains("detail"))
         let other = try await h.get("/article?id=2&utm_source=news")
         #expect(other.status == .miss && h.origin.requestCount("/article") == 2)
+        #expect(h.cache.statistics.servedThroughNoVarySearch == 2)
+        #expect(h.cache.statistics.requests[.fresh] == 2)
+        let why = h.cache.manage.explain(URLRequest(url: h.origin.url("/article?id=1&utm_source=ad")))
+        #expect(why.entry?.noVarySearch?.config == #"params=("utm_medium" "utm_source")"#)
+        #expect(why.entry?.noVarySearch?.storedURL == h.origin.url("/article?id=1&utm_source=news").absoluteString)
+    }
+
+    @Test("the URL that stored the response gets it back, without the detail")
+    func sameURL() async throws {
+        let h = try Harness()
+        Self.route(h.origin, "/same", nvs: #"params=("utm")"#)
+        _ = try await h.get("/same?utm=1&a=2")
+        let again = try await h.get("/same?utm=1&a=2")
+        #expect(again.status == .fresh && !Self.cacheStatus(again).contains("detail"))
+        #expect(h.cache.statistics.servedThroughNoVarySearch == 0)
     }
 
     @Test("key-order: the same parameters in another order are a hit; another value is a miss")
@@ -141,7 +163,7 @@ struct NoVarySearchEndToEndTests {
             #expect(try await h.get(path + "?a=1&b=2").status == .miss)
             #expect(try await h.get(path + "?b=2&a=1").status == .miss)
             let hit = try await h.get(path + "?a=1&b=2")
-            #expect(hit.status == .fresh)
+            #expect(hit.status == .fresh && !Self.cacheStatus(hit).contains("detail"))
             #expect(h.origin.requestCount(path) == 2)
         }
         let keys = try h.cache.store.entryInfos().map(\.key)
@@ -235,5 +257,25 @@ struct NoVarySearchEndToEndTests {
         let other = try await h.get("/k?b=1&x=5")
         #expect(other.status == .miss, "under params=(\"x\") its key is the first entry's, stored under params=(\"a\")")
         #expect(h.origin.requestCount("/k") == 3 && h.origin.requestCount("/n") == 2)
+    }
+
+    @Test("explain names the config and the URL the entry was stored for; Cache-Status says detail=no-vary-search")
+    func explain() async throws {
+        let h = try Harness()
+        Self.route(h.origin, "/e", nvs: #"params=("utm"), key-order"#)
+        _ = try await h.get("/e?b=1&utm=1&a=2")
+        let other = h.cache.manage.explain(URLRequest(url: h.origin.url("/e?a=2&b=1&utm=2")))
+        let match = try #require(other.entry?.noVarySearch)
+        #expect(match.config == #"params=("utm"), key-order"# && match.otherURL)
+        #expect(match.storedURL == h.origin.url("/e?b=1&utm=1&a=2").absoluteString)
+        #expect(other.outcome.cacheStatusField.hasSuffix("; detail=no-vary-search"), "\(other.outcome.cacheStatusField)")
+        #expect(other.description.contains("No-Vary-Search: params=(\"utm\"), key-order (stored for "), "\(other.description)")
+        #expect(other.reasons.contains { $0.contains("No-Vary-Search") })
+        let own = h.cache.manage.explain(URLRequest(url: h.origin.url("/e?b=1&utm=1&a=2")))
+        #expect(own.entry?.noVarySearch?.otherURL == false && !own.outcome.cacheStatusField.contains("detail"))
+        let none = h.cache.manage.explain(URLRequest(url: h.origin.url("/e?a=3")))
+        #expect(none.entry == nil)
+        let json = String(decoding: try JSONEncoder().encode(other), as: UTF8.self)
+        #expect(json.contains("\"noVarySearch\""))
     }
 }

@@ -3,7 +3,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// `No-Vary-Search` in one request's life: where its answer is stored.
+/// `No-Vary-Search` in one request's life: where its answer is stored, and whether an entry
+/// stored for another URL answered it.
 extension CacheTransaction {
     /// The key an answer with these fields is stored under: the request's own, or, when the
     /// answer declares a non-default `No-Vary-Search` and the configuration honours it, the
@@ -16,4 +17,9 @@ extension CacheTransaction {
         return stored
     }
 
+    /// Whether `entry`, found through its `No-Vary-Search`, was stored for another URL than the
+    /// request's (`Cache-Status` then says `detail=no-vary-search`).
+    func answersThroughNoVarySearch(_ entry: CacheEntry) -> Bool {
+        NoVarySearch.answersAnotherURL(entry, requestKey: context.key, requestURL: context.request.url)
+    }
 }

@@ -27,7 +27,8 @@ extension CacheTransaction {
         let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
         let disposition = Disposition(status: .revalidated, forward: pending.plan.reason, forwardStatus: 304, stored: true,
                                       ttl: ttl(merged.statusCode, merged.header, windows: merged.windows, now: now),
-                                      age: CacheDecision.servedAge(of: merged, policy: policy, now: now))
+                                      age: CacheDecision.servedAge(of: merged, policy: policy, now: now),
+                                      noVarySearch: answersThroughNoVarySearch(entry))
         return storing(merged, replacing: entry) + [.emit(.served(.revalidated)), .serve(merged, .whole, disposition)]
     }
 
@@ -165,7 +166,8 @@ extension CacheTransaction {
         let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
         let age = CacheDecision.servedAge(of: entry, policy: policy, now: now)
         let disposition = Disposition(status: .fallback, forward: .stale, forwardStatus: status, age: age,
-                                      detail: detail ?? status.map { "the origin answered \($0)" })
+                                      detail: detail ?? status.map { "the origin answered \($0)" },
+                                      noVarySearch: answersThroughNoVarySearch(entry))
         return [.cancelForward, .emit(.served(.fallback)), .serve(entry, .whole, disposition)]
     }
 

@@ -218,7 +218,8 @@ struct CacheTransaction {
             guard let entry else { return [.fail(.caching(.notCached))] } // the decision serves only what exists
             var actions: [Action] = [.emit(.served(plan.status))]
             if plan.refresh { actions.append(.refresh(entry)) }
-            actions.append(.serve(entry, plan.form, Disposition(status: plan.status, hit: true, ttl: plan.ttl, age: plan.age)))
+            actions.append(.serve(entry, plan.form, Disposition(status: plan.status, hit: true, ttl: plan.ttl, age: plan.age,
+                                                                noVarySearch: answersThroughNoVarySearch(entry))))
             return actions
         case .forward(let plan):
             var actions: [Action] = []

@@ -21,6 +21,9 @@ extension NoVarySearch {
     /// The most configs an index lists: past it, the oldest falls off, and the entries stored
     /// under it are found no more (they age out of the store as any entry does).
     static let maxConfigsPerURL = 8
+    /// The `detail` of a `Cache-Status` member (RFC 9211) when an entry stored for another URL
+    /// answered through its `No-Vary-Search`.
+    static let statusDetail = "no-vary-search"
 
     /// The config a response declares as the cache reads it: the field, in the latest draft's
     /// syntax or the older boolean `params` browsers still send; nil when it changes nothing.
@@ -58,6 +61,14 @@ extension NoVarySearch {
         index.url = base
         index.variant = indexVariant
         return index
+    }
+
+    /// Whether an entry reached through its `No-Vary-Search` answers a request for another URL
+    /// than the one it was stored for (what `Cache-Status` and the statistics report): false
+    /// for an exact hit, and for the URL it was stored for.
+    static func answersAnotherURL(_ entry: CacheEntry, requestKey: CacheKey, requestURL: URL?) -> Bool {
+        guard entry.key.url != requestKey.url, isEntryKey(entry.key), let requestURL else { return false }
+        return CacheKey.normalize(entry.url) != CacheKey.normalize(requestURL)
     }
 }
 

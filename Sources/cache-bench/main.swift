@@ -44,6 +44,13 @@ if let index = arguments.firstIndex(of: "--disk-shared-only"), arguments.count >
     exit(0)
 }
 
+// `--fill-worker DIRECTORY URL CALLERS`: one process of the fleet misses benchmark.
+if let index = arguments.firstIndex(of: "--fill-worker"), arguments.count > index + 3,
+   let url = URL(string: arguments[index + 2]), let callers = Int(arguments[index + 3]) {
+    try FleetBench.worker(directory: arguments[index + 1], url: url, callers: callers)
+    exit(0)
+}
+
 // `--disk-reads-only BYTES OPERATIONS`: store reads, then plain-file reads, nothing else, for a profiler.
 if let index = arguments.firstIndex(of: "--disk-reads-only"), arguments.count > index + 2,
    let bytes = Int(arguments[index + 1]), let operations = Int(arguments[index + 2]) {
@@ -167,6 +174,9 @@ problems += storable.problems
 let collapsed = TransparencyBench.collapsedMisses(origin: origin)
 print("64 concurrent misses for one key reached the origin \(collapsed) time(s)")
 lines.append("origin_requests.collapsed_miss_c64=\(collapsed)")
+let fleet = try FleetBench.collapsedMisses(origin: origin)
+print("4 processes x 16 concurrent misses for one key, one disk store: the origin received \(fleet) request(s)")
+lines.append("origin_requests.collapsed_miss_4proc=\(fleet)")
 
 print("peak resident memory while serving \(served) MB of 1 MB hits from a 64 MiB store: \(Int(memory.peak)) MiB" +
       (memory.reset ? "" : " (the peak could not be reset: this is the whole run's peak)"))

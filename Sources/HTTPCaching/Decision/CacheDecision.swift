@@ -46,7 +46,7 @@ enum CacheDecision {
 
     /// A single-range request whose answer may be stored as a part: passed through, the
     /// stored entry kept (the part is combined with it or replaces it), a conditional request
-    /// and a fallback as the plan says.
+    /// and a fallback (the range, from a whole entry) as the plan says.
     static func partForward(_ plan: ForwardPlan) -> ForwardPlan {
         var plan = plan
         plan.passThrough = true

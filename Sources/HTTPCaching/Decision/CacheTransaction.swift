@@ -247,6 +247,7 @@ struct CacheTransaction {
     mutating func head(_ head: ResponseHead, now: Date) -> [Action] {
         guard case .awaitingHead(let pending) = state else { return [] }
         let plan = pending.plan
+        if plan.storesPart { return partHead(head, pending, now: now) }
         if plan.passThrough { return passThrough(head, plan: plan) }
         if head.statusCode == 304 { return notModified(head, pending, now: now) }
         if head.statusCode == 206 { return badResponse(head, pending, now: now) }
@@ -315,6 +316,7 @@ struct CacheTransaction {
         state = .done
         var actions: [Action] = []
         var bodyChanged: Bool?
+        if receiving.storing && receiving.plan.storesPart && receiving.head.statusCode == 206 { return endPart(receiving, now: now) }
         if receiving.storing {
             let entry = makeEntry(receiving.head, body: receiving.body, now: now)
             if var chosen = context.configuration.responseCacher.apply(context.request, entry) {
@@ -351,7 +353,10 @@ struct CacheTransaction {
             state = .done
             if error.isCancellation { return [] }
             if isRefresh { return [.finish, .emit(.refreshFailed(reason: error.description))] }
-            if pending.plan.fallback, let entry = pending.entry { return fallback(entry, status: nil, now: now, detail: error.description) }
+            if pending.plan.fallback, let entry = pending.entry {
+                return fallback(entry, status: nil, now: now, detail: error.description,
+                                form: revalidatedForm(entry, plan: pending.plan) ?? .whole)
+            }
             return [.emit(.served(pending.plan.status)), .fail(error)]
         case .receiving(let receiving):
             state = .done

@@ -57,3 +57,52 @@ extension PartialContentEndToEndTests {
         #expect(first.origin.requestCount("/media") == 2)
     }
 }
+
+extension PartialContentEndToEndTests {
+    @Test("a request for the whole on parts asks only for the bytes they lack (Range from the first gap, If-Range), and gets the whole (200) once they complete it")
+    func completion() async throws {
+        let body = Self.representation(1000)
+        let h = try Harness(configuration: Self.partial)
+        h.origin.routeRanged("/media", representation: body, etag: "\"v1\"", fields: [("Cache-Control", "max-age=3600")])
+        _ = try await Self.ranged(h, "bytes=0-99")
+        _ = try await Self.ranged(h, "bytes=300-399")
+        let whole = try await Self.ranged(h, nil)
+        #expect(whole.response.statusCode == 200 && whole.data == body && whole.status == .miss)
+        #expect(whole.response.value(forHTTPHeaderField: "Content-Range") == nil)
+        #expect(whole.response.value(forHTTPHeaderField: "Cache-Status")?.hasPrefix("HTTPCaching; fwd=partial; fwd-status=206") == true)
+        let sent = h.origin.requests(for: "/media").last
+        #expect(sent?.header("Range") == "bytes=100-" && sent?.header("If-Range") == "\"v1\"")
+        #expect(try await Self.ranged(h, nil).status == .fresh, "stored whole")
+        #expect(h.origin.requestCount("/media") == 3)
+    }
+
+    @Test("completing parts of a representation that changed: If-Range gets the new whole (200), which replaces them; a 206 that does not complete them asks once more for the whole")
+    func completionOfAChangedRepresentation() async throws {
+        let first = Self.representation(1000), second = Self.representation(1000, salt: 3)
+        let h = try Harness(configuration: Self.partial)
+        h.origin.route("/media") { request, hit in
+            LoopbackOrigin.rangedResponse(to: request, representation: hit == 1 ? first : second,
+                                          etag: hit == 1 ? "\"v1\"" : "\"v2\"", fields: [("Cache-Control", "max-age=3600")])
+        }
+        _ = try await Self.ranged(h, "bytes=0-99")
+        let whole = try await Self.ranged(h, nil)
+        #expect(whole.response.statusCode == 200 && whole.data == second)
+        #expect(h.origin.requestCount("/media") == 2)
+        #expect(try await Self.ranged(h, "bytes=0-9").data == second.subdata(in: 0..<10))
+
+        let short = try Harness(configuration: Self.partial)
+        short.origin.route("/media") { request, hit in
+            var response = LoopbackOrigin.rangedResponse(to: request, representation: first, etag: "\"v1\"",
+                                                         fields: [("Cache-Control", "max-age=3600")])
+            if hit == 2 { // only part of what was asked for
+                response.body = first.subdata(in: 100..<200)
+                response.headers = response.headers.filter { $0.name != "Content-Range" } + [("Content-Range", "bytes 100-199/1000")]
+            }
+            return response
+        }
+        _ = try await Self.ranged(short, "bytes=0-99")
+        let retried = try await Self.ranged(short, nil)
+        #expect(retried.response.statusCode == 200 && retried.data == first)
+        #expect(short.origin.requests(for: "/media").map { $0.header("Range") } == ["bytes=0-99", "bytes=100-", nil])
+    }
+}

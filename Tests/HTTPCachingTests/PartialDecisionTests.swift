@@ -40,6 +40,7 @@ struct PartialDecisionTests {
         } else {
             text = "fetch(\(plan.status.rawValue), \(plan.reason.rawValue)\(plan.store ? "" : ", nostore")\(plan.replacesEntry ? ", replaces" : ""))"
         }
+        if plan.completesPart { text += "+complete" }
         if plan.fallback { text += "+fallback" }
         if plan.discardEntry { text += "+discard" }
         return text
@@ -70,7 +71,11 @@ struct PartialDecisionTests {
         Row(name: "fresh, a range past the complete length: 416 from the entry", range: "bytes=30-", expected: "fresh-416"),
         Row(name: "fresh, several ranges: passed through", range: "bytes=0-1,11-12", expected: "bypass"),
         Row(name: "fresh, another unit: passed through", range: "items=0-1", expected: "bypass"),
-        Row(name: "fresh, the whole: fetched, replacing the part", range: nil, expected: "fetch(miss, partial, replaces)"),
+        Row(name: "fresh, the whole: the missing bytes asked for, completing the part", range: nil,
+            expected: "fetch(miss, partial, replaces)+complete"),
+        Row(name: "stale, the whole: completed the same way (If-Range keeps it one representation)", range: nil, age: 200,
+            expected: "fetch(miss, partial, replaces)+complete"),
+        Row(name: "off: the whole fetched, replacing the part", range: nil, on: false, expected: "fetch(miss, partial, replaces)"),
         Row(name: "fresh, a HEAD: passed through", range: nil, method: "HEAD", expected: "bypass"),
         Row(name: "stale, a range it holds: revalidated", range: "bytes=0-4", age: 200, expected: "part+validate(expired, stale)"),
         Row(name: "stale, a range it does not hold", range: "bytes=5-9", age: 200, expected: "part(miss, partial)"),
@@ -78,6 +83,19 @@ struct PartialDecisionTests {
         Row(name: "off: a range it does not hold passes through", range: "bytes=5-9", on: false, expected: "bypass"),
         Row(name: "off: stale, a range it holds passes through", range: "bytes=0-4", age: 200, on: false, expected: "bypass"),
     ]
+
+    @Test("the bytes a partial entry lacks: Range from its first gap to the end of its last, If-Range its strong validator; none without one")
+    func completionFields() {
+        let now = Self.storedAt
+        #expect(PartialEntries.completionFields(for: Self.partial(), now: now) == ["Range": "bytes=5-", "If-Range": "\"p\""])
+        #expect(PartialEntries.completionFields(for: Self.partial(spans: [5..<10, 20..<26]), now: now)
+                == ["Range": "bytes=0-19", "If-Range": "\"p\""])
+        #expect(PartialEntries.completionFields(for: Self.partial(headers: ["ETag": "W/\"p\""]), now: now) == nil, "a weak tag")
+        #expect(PartialEntries.completionFields(for: Self.whole(), now: now) == nil)
+        let weak = Self.decide([:], entry: Self.partial(headers: ["ETag": "W/\"p\"", "Cache-Control": "max-age=100"]))
+        #expect(weak == "fetch(miss, partial, replaces)", "no strong validator: the whole is fetched")
+        #expect(Self.decide(["Cache-Control": "only-if-cached"], entry: Self.partial()) == "unsatisfiable", "only-if-cached never reaches the origin")
+    }
 
     @Test("RFC 9111 §3.3 and §3.4: a partial entry answers a single range it holds while fresh; anything else goes out, a part to combine",
           arguments: rows)

@@ -167,6 +167,8 @@ extension DecisionNote {
         case .partialEntryAnswersNoHead:
             "a HEAD is not answered from a partial entry (a 206 need not carry every field a 200 would): it goes to the origin, and the entry stays"
         case .partialEntryNotWhole: "the stored entry holds only part of the representation: the whole is fetched, and replaces it"
+        case .partialEntryCompleted:
+            "the stored entry holds only part of the representation: the bytes it lacks are asked for (Range and If-Range), and the whole is served once they complete it"
         case .partialEntryHoldsRange: "the partial entry holds every byte of the range"
         case .partialEntryStale: "the partial entry holds the range but is not fresh"
         case .partialEntryMissesRange(let combines):

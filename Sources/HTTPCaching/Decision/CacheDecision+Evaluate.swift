@@ -30,6 +30,9 @@ enum DecisionNote: Sendable, Equatable {
     case partialEntryAnswersNoHead
     /// A request for the whole on a partial entry: fetched whole, replacing it.
     case partialEntryNotWhole
+    /// A request for the whole on a partial entry with a strong validator: only the bytes it
+    /// lacks are asked for.
+    case partialEntryCompleted
     /// A fresh partial entry holds every byte of the range.
     case partialEntryHoldsRange
     /// The partial entry holds the range but is not fresh.

@@ -22,8 +22,11 @@ extension CacheDecision {
                               .partialEntryAnswersNoHead)
         }
         guard facts.range != nil else {
-            let plan = ForwardPlan(status: .miss, reason: .partial, store: facts.store, replacesEntry: true)
-            return Evaluation(.forward(plan), policy: policy, .partialEntryNotWhole)
+            if facts.onlyIfCached { return Evaluation(.fail(.notCached), policy: policy, .mustReachOriginButNoNetwork) }
+            var plan = ForwardPlan(status: .miss, reason: .partial, store: facts.store, replacesEntry: true)
+            plan.completesPart = configuration.storesPartialContent && facts.store && (request.httpMethod ?? "GET").uppercased() == "GET"
+                && Validation.ifRangeValue(entry.header, now: now) != nil
+            return Evaluation(.forward(plan), policy: policy, plan.completesPart ? .partialEntryCompleted : .partialEntryNotWhole)
         }
         let form = serveForm(method: facts.method, range: facts.range, entry: entry)
         let anyAge = policy == .cacheFirst || policy == .cacheOnly
@@ -79,5 +82,17 @@ extension CacheDecision {
         let plan = ForwardPlan(status: covered ? .expired : .miss, reason: reason, validate: validate, store: facts.store)
         return Evaluation(.forward(facts.storesParts ? partForward(plan) : headOrRangeForward(plan)),
                           covered ? .partialEntryStale : .partialEntryMissesRange(combines: facts.storesParts))
+    }
+}
+
+extension PartialEntries {
+    /// The fields that ask for the bytes a partial entry lacks, and only while it is the same
+    /// representation: `Range` from its first gap to the end of its last, and `If-Range` with
+    /// its strong validator. Nil for a whole entry or one without a strong validator.
+    static func completionFields(for entry: CacheEntry, now: Date) -> [String: String]? {
+        guard let parts = entry.partialContent, let first = parts.gaps.first, let last = parts.gaps.last,
+              let validator = Validation.ifRangeValue(entry.header, now: now) else { return nil }
+        let end = last.upperBound == parts.completeLength ? "" : String(last.upperBound - 1)
+        return ["Range": "bytes=\(first.lowerBound)-\(end)", "If-Range": validator]
     }
 }

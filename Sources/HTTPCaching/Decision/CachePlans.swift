@@ -129,6 +129,10 @@ struct ForwardPlan: Sendable, Equatable {
     /// comes back is stored as a part, combined with the stored parts when they share a strong
     /// validator; a 200 is stored as any answer is; the caller gets either untouched.
     var storesPart = false
+    /// A GET for the whole on a partial entry that has a strong validator: only the bytes the
+    /// entry lacks are asked for (`Range` and `If-Range`); a 206 that completes it answers the
+    /// caller with the whole (200), anything else the request as it was sent.
+    var completesPart = false
 
     static func bypass(_ reason: ForwardReason, passThrough: Bool = false, invalidates: Bool = false) -> ForwardPlan {
         ForwardPlan(status: .bypass, reason: reason, store: false, passThrough: passThrough, invalidates: invalidates)

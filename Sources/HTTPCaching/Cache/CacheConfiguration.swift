@@ -61,6 +61,12 @@ public struct CacheConfiguration: Sendable {
     /// this long, instead of asking the origin too; nil: each process fetches on its own. A
     /// store kept in one process's memory is never waited on. The default is 15 seconds.
     public var sharedFillLease: TimeInterval?
+    /// Whether a response's `No-Vary-Search` (draft-ietf-httpbis-no-vary-search) lets it answer
+    /// requests for URLs that differ only in the query parameters it names (or their order):
+    /// it is stored under its URL normalized by the field, and found from every equivalent URL.
+    /// The key rewriter applies first. False stores every response under its own URL. The
+    /// default is true.
+    public var honorsNoVarySearch: Bool
 
     /// A configuration with the given parts; every argument has the default above.
     public init(windows: CacheWindows = .standard,
@@ -77,7 +83,8 @@ public struct CacheConfiguration: Sendable {
                 honorsOriginDirectives: Bool = true,
                 cacheName: String = "HTTPCaching",
                 bodyKeying: BodyKeying = .query,
-                sharedFillLease: TimeInterval? = 15) {
+                sharedFillLease: TimeInterval? = 15,
+                honorsNoVarySearch: Bool = true) {
         self.windows = windows
         self.storableStatusCodes = storableStatusCodes
         self.keyRewriter = keyRewriter
@@ -93,6 +100,7 @@ public struct CacheConfiguration: Sendable {
         self.cacheName = cacheName
         self.bodyKeying = bodyKeying
         self.sharedFillLease = sharedFillLease
+        self.honorsNoVarySearch = honorsNoVarySearch
     }
 }
 

@@ -18,6 +18,8 @@ extension CacheStatistics {
         let statuses = CacheStatus.all.map { (labels: [("status", $0.rawValue)], value: requests[$0] ?? 0) }
         family("requests_total", "counter", "Requests answered, by how the cache answered them.", statuses)
         family("collapsed_requests_total", "counter", "Requests that waited for another request's answer.", [([], collapsed)])
+        family("no_vary_search_hits_total", "counter", "Requests answered by an entry stored for another URL, through its No-Vary-Search.",
+               [([], servedThroughNoVarySearch)])
         family("origin_requests_total", "counter", "Requests sent to the origin, refreshes included.", [([], originRequests)])
         family("served_bytes_total", "counter", "Body bytes served, by where they came from.",
                [([("source", "store")], bytesServedFromStore), ([("source", "origin")], bytesFetchedFromOrigin)])

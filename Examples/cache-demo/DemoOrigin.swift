@@ -13,13 +13,7 @@ enum DemoOrigin {
     /// names it; with `ranged` (`--partial`), a GET gets `mediaFile` instead, a `Range` answered
     /// with 206 or 416 (`LoopbackOrigin.rangedResponse`). Nil (the reason printed) if it cannot start.
     static func start(path: String, ranged: Bool = false) -> LoopbackOrigin? {
-        let origin: LoopbackOrigin
-        do {
-            origin = try LoopbackOrigin()
-        } catch {
-            Output.error("cannot start the embedded origin: \(error)")
-            return nil
-        }
+        guard let origin = make() else { return nil }
         origin.route(path) { request, hit in
             if ranged && request.method == "GET" {
                 return LoopbackOrigin.rangedResponse(to: request, representation: mediaFile, etag: "\"\(fingerprint(mediaFile))\"",
@@ -54,5 +48,15 @@ enum DemoOrigin {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
         return String(format: "%016llx", hash)
+    }
+
+    /// A loopback origin with no routes yet; nil (the reason printed) if it cannot start.
+    static func make() -> LoopbackOrigin? {
+        do {
+            return try LoopbackOrigin()
+        } catch {
+            Output.error("cannot start the embedded origin: \(error)")
+            return nil
+        }
     }
 }

@@ -1,5 +1,5 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
-// `swift run -c release cache-bench [--quick] [--redis-only]`. Times are medians of interleaved rounds.
+// `swift run -c release cache-bench [--quick] [--redis-only] [--redis-cluster-only] [--redis-variant V B N]`. Times are medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -83,6 +83,27 @@ if let index = arguments.firstIndex(of: "--stream-peak"), arguments.count > inde
     exit(0)
 }
 let rounds = quick ? 3 : 9
+
+// `--redis-cluster-only`: fresh hits from a Redis Cluster against one Redis server and memory.
+if arguments.contains("--redis-cluster-only") {
+    let origin = try LoopbackOrigin()
+    let cluster = RedisClusterBench.run(origin: origin, rounds: rounds, total: quick ? 1000 : 4000)
+    origin.stop()
+    print("")
+    for line in cluster.lines { print(line) }
+    exit(cluster.problems.isEmpty ? 0 : 1)
+}
+
+// `--redis-variant memory|disk|redis|raw BYTES COUNT`: one variant of the Redis part alone
+// (1024 or 102400 bytes), after the same warm-up, for a profiler.
+if let index = arguments.firstIndex(of: "--redis-variant"), arguments.count > index + 3,
+   let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]) {
+    let origin = try LoopbackOrigin()
+    let result = RedisBench.run(origin: origin, rounds: 1, only: .init(variant: arguments[index + 1], bytes: bytes, count: count))
+    origin.stop()
+    for problem in result.problems { print("problem: \(problem)") }
+    exit(result.problems.isEmpty ? 0 : 1)
+}
 
 // `--redis-only`: fresh hits from a Redis store against memory and disk stores.
 if arguments.contains("--redis-only") {
@@ -204,6 +225,8 @@ lines.append("rps.shared_disk_hit_2proc=\(Int(shared))")
 disk.cleanUp() // here, not in a defer: exit() below skips defer in top-level code
 let redis = RedisBench.run(origin: origin, rounds: rounds)
 lines += redis.lines
+let redisCluster = RedisClusterBench.run(origin: origin, rounds: rounds, total: total)
+lines += redisCluster.lines
 origin.stop()
 if !problems.isEmpty {
     print("\nproblems (the numbers above are suspect):")
@@ -211,4 +234,4 @@ if !problems.isEmpty {
 }
 print("\nfinished in \(Int(now() - began)) s on \(ProcessInfo.processInfo.activeProcessorCount) cores\n")
 for line in lines { print(line) }
-exit(problems.isEmpty && redis.problems.isEmpty ? 0 : 1)
+exit(problems.isEmpty && redis.problems.isEmpty && redisCluster.problems.isEmpty ? 0 : 1)

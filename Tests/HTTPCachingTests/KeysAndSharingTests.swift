@@ -17,7 +17,7 @@ struct KeysAndSharingTests {
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
         origin.routeVersioned("/me")
-        let cache = HTTPCache()
+        let cache = HTTPCache(now: TestClock().closure)
         let installation = configuration.enableHTTPCaching(cache)
         let session = URLSession(configuration: configuration)
         defer { session.finishTasksAndInvalidate() }
@@ -74,7 +74,7 @@ struct KeysAndSharingTests {
         let slowConfiguration = URLSessionConfiguration.ephemeral
         slowConfiguration.enableHTTPCaching(slowCache)
         let slowSession = URLSession(configuration: slowConfiguration)
-        let fastCache = HTTPCache()
+        let fastCache = HTTPCache(now: TestClock().closure)
         let fastConfiguration = URLSessionConfiguration.ephemeral
         fastConfiguration.enableHTTPCaching(fastCache)
         let fastSession = URLSession(configuration: fastConfiguration)

@@ -30,9 +30,11 @@ public struct CacheStatistics: Sendable, Equatable {
     public internal(set) var corruptions = 0
     /// Store reads or writes that failed (the request went on without the store).
     public internal(set) var storeFailures = 0
-    /// Background refreshes started, and how they ended.
+    /// Background refreshes started.
     public internal(set) var refreshesStarted = 0
+    /// Background refreshes that stored the origin's answer (or freshened the entry with a 304).
     public internal(set) var refreshesSucceeded = 0
+    /// Background refreshes that failed; the stale entry was kept.
     public internal(set) var refreshesFailed = 0
     /// URLs an unsafe method's answer invalidated (its own, its `Location`'s and
     /// `Content-Location`'s), whether or not anything was stored under them.

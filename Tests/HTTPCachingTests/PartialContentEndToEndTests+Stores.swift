@@ -106,3 +106,24 @@ extension PartialContentEndToEndTests {
         #expect(short.origin.requests(for: "/media").map { $0.header("Range") } == ["bytes=0-99", "bytes=100-", nil])
     }
 }
+
+extension PartialContentEndToEndTests {
+    @Test("Last-Modified as the validator: combined when it is strong (Date a second later or more), not when it is weak (no Date)")
+    func lastModifiedValidator() async throws {
+        let body = Self.representation(1000)
+        let modified = "Mon, 13 Nov 2023 10:00:00 GMT"
+        var results: [Int] = []
+        for date in ["Tue, 14 Nov 2023 22:13:20 GMT", nil] {
+            let h = try Harness(configuration: Self.partial)
+            var fields: [(name: String, value: String)] = [("Cache-Control", "max-age=3600")]
+            if let date { fields.append(("Date", date)) }
+            h.origin.routeRanged("/media", representation: body, lastModified: modified, fields: fields)
+            _ = try await Self.ranged(h, "bytes=0-99")
+            _ = try await Self.ranged(h, "bytes=200-299")
+            let first = try await Self.ranged(h, "bytes=0-9")
+            #expect(first.data == body.subdata(in: 0..<10))
+            results.append(h.origin.requestCount("/media"))
+        }
+        #expect(results == [2, 3], "strong: the first part kept beside the second; weak: replaced by it")
+    }
+}

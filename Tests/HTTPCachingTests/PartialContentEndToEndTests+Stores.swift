@@ -127,3 +127,23 @@ extension PartialContentEndToEndTests {
         #expect(results == [2, 3], "strong: the first part kept beside the second; weak: replaced by it")
     }
 }
+
+extension PartialContentEndToEndTests {
+    @Test("a stale whole entry, a range, the origin failing (http policy): the range is served from the entry as a fallback (206), not the whole")
+    func fallbackServesTheRange() async throws {
+        let body = Self.representation(1000)
+        let h = try Harness(configuration: CacheConfiguration(policy: .httpSemantics, storesPartialContent: true))
+        h.origin.route("/media") { request, hit in
+            guard hit == 1 else { return LoopbackOrigin.Response(status: 503, text: "down") }
+            return LoopbackOrigin.rangedResponse(to: request, representation: body, etag: "\"v1\"",
+                                                 fields: [("Cache-Control", "max-age=60")])
+        }
+        #expect(try await Self.ranged(h, nil).data == body)
+        h.clock.advance(by: 120)
+        let result = try await Self.ranged(h, "bytes=10-19")
+        #expect(result.response.statusCode == 206 && result.data == body.subdata(in: 10..<20) && result.status == .fallback,
+                "\(result.response.statusCode) \(result.response.value(forHTTPHeaderField: "Cache-Status") ?? "")")
+        #expect(result.response.value(forHTTPHeaderField: "Content-Range") == "bytes 10-19/1000")
+        #expect(h.origin.requests(for: "/media").last?.header("If-None-Match") == "\"v1\"")
+    }
+}

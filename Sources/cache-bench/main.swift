@@ -50,7 +50,7 @@ if let index = arguments.firstIndex(of: "--disk-reads-only"), arguments.count > 
     let disk = DiskBench(rounds: 1)
     let result = try disk.reads(bytes: bytes, operations: operations)
     disk.cleanUp()
-    print("store_read: \(formatMicros(result.store)) µs\nfile_read: \(formatMicros(result.file)) µs")
+    print("store_read: \(formatMicros(result.store)) µs\nstore_read_in_place: \(formatMicros(result.inPlace)) µs\nfile_read: \(formatMicros(result.file)) µs")
     exit(0)
 }
 
@@ -68,6 +68,14 @@ if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
     for url in urls { get(bench.session(variant), url) }
     print("\(variant) \(bytes): \(formatMicros((now() - start) / Double(count))) µs per request")
     exit(0)
+}
+// `--store-hits-only memory|disk|tiered BYTES COUNT`: fresh hits from one store alone, for a profiler.
+if let index = arguments.firstIndex(of: "--store-hits-only"), arguments.count > index + 3,
+   let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]),
+   let result = try StoreHitBench.run(store: arguments[index + 1], bytes: bytes, count: count) {
+    print("\(arguments[index + 1]) \(bytes): \(formatMicros(result.micros / 1e6)) µs per hit")
+    for problem in result.problems { print("problem: \(problem)") }
+    exit(result.problems.isEmpty ? 0 : 1)
 }
 // `--stream-peak cache|plain|disk MEGABYTES`: one streaming download, in its own process.
 if let index = arguments.firstIndex(of: "--stream-peak"), arguments.count > index + 2, let megabytes = Int(arguments[index + 2]),

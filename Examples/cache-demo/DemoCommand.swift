@@ -36,7 +36,8 @@ enum StoreChoice: Equatable {
     case memory
     /// On disk (a memory tier in front), in the given directory or the default one.
     case disk(path: String?)
-    /// In Redis, at `redis://[user:password@]host:port[/db]`, under the prefix `cache-demo:`.
+    /// In Redis, at `redis://[user:password@]host:port[/db]`, or on the Redis Cluster at
+    /// `redis-cluster://[user:password@]host:port[,host:port...]`, under the prefix `cache-demo:`.
     case redis(url: String)
 
     init(parsing text: String) throws(UsageError) {
@@ -47,12 +48,14 @@ enum StoreChoice: Equatable {
             do {
                 _ = try RedisConfiguration(url: text)
             } catch {
-                throw UsageError(description: "--store takes redis://[user:password@]host:port[/db]: \(error)")
+                throw UsageError(description: "--store takes redis://[user:password@]host:port[/db] or "
+                                 + "redis-cluster://[user:password@]host:port[,host:port...]: \(error)")
             }
             self = .redis(url: text)
             return
         }
-        throw UsageError(description: "--store takes memory, disk, disk:PATH or redis://[user:password@]host:port[/db], not '\(text)'")
+        throw UsageError(description: "--store takes memory, disk, disk:PATH, redis://[user:password@]host:port[/db] "
+                         + "or redis-cluster://[user:password@]host:port[,host:port...], not '\(text)'")
     }
 
     func makeStore() throws -> any ResponseStore {

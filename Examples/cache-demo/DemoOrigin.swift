@@ -12,13 +12,7 @@ enum DemoOrigin {
     /// max-age=60` and an `ETag` of the method and body, answering 304 when `If-None-Match`
     /// names it. Nil (the reason printed) if it cannot start.
     static func start(path: String) -> LoopbackOrigin? {
-        let origin: LoopbackOrigin
-        do {
-            origin = try LoopbackOrigin()
-        } catch {
-            Output.error("cannot start the embedded origin: \(error)")
-            return nil
-        }
+        guard let origin = make() else { return nil }
         origin.route(path) { request, hit in
             let etag = "\"\(fingerprint(Data(request.method.utf8) + [0] + request.body))\""
             if request.header("If-None-Match") == etag { return .init(status: 304, headers: [("ETag", etag)]) }
@@ -45,5 +39,15 @@ enum DemoOrigin {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
         return String(format: "%016llx", hash)
+    }
+
+    /// A loopback origin with no routes yet; nil (the reason printed) if it cannot start.
+    static func make() -> LoopbackOrigin? {
+        do {
+            return try LoopbackOrigin()
+        } catch {
+            Output.error("cannot start the embedded origin: \(error)")
+            return nil
+        }
     }
 }

@@ -66,13 +66,7 @@ enum Walkthrough {
     /// The embedded origin: `/resource`, whose body changes on every request, and
     /// `/validated`, which has an ETag; nil (the reason printed) if it cannot start.
     private static func startOrigin(_ recorder: TimelineRecorder) -> LoopbackOrigin? {
-        let origin: LoopbackOrigin
-        do {
-            origin = try LoopbackOrigin()
-        } catch {
-            Output.error("cannot start the embedded origin: \(error)")
-            return nil
-        }
+        guard let origin = DemoOrigin.make() else { return nil }
         origin.route("/resource") { request, hit in
             recorder.mark(.originRequest, url: request.path)
             return .init(headers: [("Content-Type", "text/plain")], text: "version \(hit)", delay: originLatency)

@@ -131,10 +131,19 @@ struct HTTPBench {
         return (samples.mapValues { $0.mapValues(median) }, Array(Set(problems)).sorted())
     }
 
-    /// Requests per second of 1 KB hits with `callers` loops in flight; the median of rounds.
-    func concurrentHits(callers: Int, total: Int, rounds: Int) -> Double {
+    /// Requests per second of 1 KB hits, and of the floor protocol's canned 1 KB answers, with
+    /// `callers` loops in flight; the median of rounds, the two interleaved round by round.
+    func concurrentHits(callers: Int, total: Int, rounds: Int) -> (hit: Double, floor: Double) {
         let hot = (0..<Self.hotKeys).map { origin.url("/body/1024?k=\($0)") }
-        return median((0..<rounds).map { _ in requestsPerSecond(hitSession, urls: hot, callers: callers, total: total) })
+        let canned = (0..<Self.hotKeys).map { origin.url("/floor/1024?k=\($0)") }
+        var hits: [Double] = [], floors: [Double] = []
+        for round in 0..<rounds {
+            let hitFirst = round % 2 == 0
+            if hitFirst { hits.append(requestsPerSecond(hitSession, urls: hot, callers: callers, total: total)) }
+            floors.append(requestsPerSecond(floorSession, urls: canned, callers: callers, total: total))
+            if !hitFirst { hits.append(requestsPerSecond(hitSession, urls: hot, callers: callers, total: total)) }
+        }
+        return (median(hits), median(floors))
     }
 
     /// Serves `gigabytes` of 1 MB hits from a cache whose store is limited to 64 MiB, and

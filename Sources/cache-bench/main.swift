@@ -1,5 +1,5 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
-// `swift run -c release cache-bench [--quick] [--redis-only]`. Times are medians of interleaved rounds.
+// `swift run -c release cache-bench [--quick] [--redis-only] [--redis-cluster-only]`. Times are medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -44,6 +44,13 @@ if let index = arguments.firstIndex(of: "--disk-shared-only"), arguments.count >
     exit(0)
 }
 
+// `--fill-worker DIRECTORY URL CALLERS`: one process of the fleet misses benchmark.
+if let index = arguments.firstIndex(of: "--fill-worker"), arguments.count > index + 3,
+   let url = URL(string: arguments[index + 2]), let callers = Int(arguments[index + 3]) {
+    try FleetBench.worker(directory: arguments[index + 1], url: url, callers: callers)
+    exit(0)
+}
+
 // `--disk-reads-only BYTES OPERATIONS`: store reads, then plain-file reads, nothing else, for a profiler.
 if let index = arguments.firstIndex(of: "--disk-reads-only"), arguments.count > index + 2,
    let bytes = Int(arguments[index + 1]), let operations = Int(arguments[index + 2]) {
@@ -85,6 +92,16 @@ if let index = arguments.firstIndex(of: "--stream-peak"), arguments.count > inde
 }
 let rounds = quick ? 3 : 9
 
+// `--redis-cluster-only`: fresh hits from a Redis Cluster against one Redis server and memory.
+if arguments.contains("--redis-cluster-only") {
+    let origin = try LoopbackOrigin()
+    let cluster = RedisClusterBench.run(origin: origin, rounds: rounds, total: quick ? 1000 : 4000)
+    origin.stop()
+    print("")
+    for line in cluster.lines { print(line) }
+    exit(cluster.problems.isEmpty ? 0 : 1)
+}
+
 // `--redis-only`: fresh hits from a Redis store against memory and disk stores.
 if arguments.contains("--redis-only") {
     let origin = try LoopbackOrigin()
@@ -120,6 +137,9 @@ for size in HTTPBench.sizes {
     lines.append("ratio.hit_over_network\(size.suffix)=\(formatRatio(hit / (m["network"] ?? .nan)))")
     lines.append("ratio.miss_over_network\(size.suffix)=\((formatRatio((m["miss"] ?? .nan) / (m["network"] ?? .nan))))")
     lines.append("ratio.hit_over_urlcache\(size.suffix)=\(formatRatio(hit / (m["urlcache"] ?? .nan)))")
+    // What a miss adds to the network's own time, in floors (one URLProtocol round trip).
+    let added = (m["miss"] ?? .nan) - (m["network"] ?? .nan)
+    lines.append("ratio.miss_minus_network_over_floor\(size.suffix)=\(formatRatio(added / (m["floor"] ?? .nan)))")
 }
 
 let statistics = TransparencyBench.statisticsCost(origin: origin, count: quick ? 500 : 2000, rounds: rounds)
@@ -129,9 +149,14 @@ lines.append("ratio.hit_statistics_on_over_off=\(formatRatio(statistics.on / sta
 let total = quick ? 1000 : 4000
 let c8 = http.concurrentHits(callers: 8, total: total, rounds: 3)
 let c64 = http.concurrentHits(callers: 64, total: total, rounds: 3)
-print("\nconcurrent 1 KB hits: \(Int(c8)) requests/s with 8 callers, \(Int(c64)) with 64")
-lines.append("rps.hit_c8=\(Int(c8))")
-lines.append("rps.hit_c64=\(Int(c64))")
+print("\nconcurrent 1 KB hits: \(Int(c8.hit)) requests/s with 8 callers, \(Int(c64.hit)) with 64; " +
+      "the floor protocol: \(Int(c8.floor)) and \(Int(c64.floor))")
+lines.append("rps.hit_c8=\(Int(c8.hit))")
+lines.append("rps.hit_c64=\(Int(c64.hit))")
+lines.append("rps.floor_c8=\(Int(c8.floor))")
+lines.append("rps.floor_c64=\(Int(c64.floor))")
+lines.append("ratio.hit_c8_over_floor_c8=\(formatRatio(c8.hit / c8.floor))")
+lines.append("ratio.hit_c64_over_floor_c64=\(formatRatio(c64.hit / c64.floor))")
 
 let storeDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-stores-\(UUID().uuidString)")
 let diskStore = try DiskResponseStore(directory: storeDirectory.appendingPathComponent("disk"))
@@ -167,6 +192,9 @@ problems += storable.problems
 let collapsed = TransparencyBench.collapsedMisses(origin: origin)
 print("64 concurrent misses for one key reached the origin \(collapsed) time(s)")
 lines.append("origin_requests.collapsed_miss_c64=\(collapsed)")
+let fleet = try FleetBench.collapsedMisses(origin: origin)
+print("4 processes x 16 concurrent misses for one key, one disk store: the origin received \(fleet) request(s)")
+lines.append("origin_requests.collapsed_miss_4proc=\(fleet)")
 
 print("peak resident memory while serving \(served) MB of 1 MB hits from a 64 MiB store: \(Int(memory.peak)) MiB" +
       (memory.reset ? "" : " (the peak could not be reset: this is the whole run's peak)"))
@@ -194,6 +222,8 @@ lines.append("rps.shared_disk_hit_2proc=\(Int(shared))")
 disk.cleanUp() // here, not in a defer: exit() below skips defer in top-level code
 let redis = RedisBench.run(origin: origin, rounds: rounds)
 lines += redis.lines
+let redisCluster = RedisClusterBench.run(origin: origin, rounds: rounds, total: total)
+lines += redisCluster.lines
 origin.stop()
 if !problems.isEmpty {
     print("\nproblems (the numbers above are suspect):")
@@ -201,4 +231,4 @@ if !problems.isEmpty {
 }
 print("\nfinished in \(Int(now() - began)) s on \(ProcessInfo.processInfo.activeProcessorCount) cores\n")
 for line in lines { print(line) }
-exit(problems.isEmpty && redis.problems.isEmpty ? 0 : 1)
+exit(problems.isEmpty && redis.problems.isEmpty && redisCluster.problems.isEmpty ? 0 : 1)

@@ -74,7 +74,7 @@ struct DownloadOutcome: @unchecked Sendable {
 
 @Suite("Download tasks run on Foundation's own HTTP class, on the caller's task")
 struct DownloadTaskTests {
-    static let body = LoopbackOrigin.filler(count: 200_000)
+    static var body: Data { LoopbackOrigin.filler(count: 200_000) }
 
     func routes(_ origin: LoopbackOrigin) {
         origin.route("/file") { _, hit in .init(headers: [("Cache-Control", "max-age=600"), ("ETag", "\"\(hit)\"")], body: Self.body) }

@@ -45,7 +45,7 @@ struct NoVarySearchTests {
         NormalizationRow(field: field, url: url, query: query, normalized: normalized)
     }
     /// Key order ignored, nothing else.
-    static let keyOrder = NoVarySearch(varyOnKeyOrder: false)
+    static var keyOrder: NoVarySearch { NoVarySearch(varyOnKeyOrder: false) }
     /// These names ignored; key order significant unless `order` is false.
     static func ignoring(_ names: String..., order: Bool = true) -> NoVarySearch {
         NoVarySearch(params: .ignoring(names), varyOnKeyOrder: order)
@@ -56,7 +56,7 @@ struct NoVarySearchTests {
     }
 
     /// Field values and their configs.
-    static let parseRows: [ParseRow] = [
+    static var parseRows: [ParseRow] { [
         // The draft, "Obtain a URL variation config", Examples: valid inputs.
         p("key-order", keyOrder), p(#"params=("a")"#, ignoring("a")), p(#"except=("x")"#, only("x")),
         p("params=()", nil), p("except=()", only()),
@@ -109,7 +109,7 @@ struct NoVarySearchTests {
         p("key-order, params=?0", keyOrder, legacy: true), p(#"except=("x")"#, only("x"), legacy: true),
         p(#"params, except=("b"), except=("c")"#, only("c"), legacy: true),
         p(#"params;unknown, except=("c");unknown"#, only("c"), legacy: true), p("unknown-key", nil, legacy: true),
-    ]
+    ] }
 
     @Test("A field value parses to its URL variation config", arguments: parseRows)
     func parsing(_ row: ParseRow) {
@@ -119,7 +119,7 @@ struct NoVarySearchTests {
     /// A query of the web-platform-tests' key-order rows.
     static let wptQuery = "b=5&a=3&a=4&d=6&c=5&b=3"
     /// URL pairs and whether they are equivalent.
-    static let equivalenceRows: [EquivalenceRow] = [
+    static var equivalenceRows: [EquivalenceRow] { [
         // The draft, "Comparing", Examples: under any non-default config, such as `key-order`.
         e("key-order", "https://example.com", "https://example.com/?", true), e("key-order", "?a=x", "?%61=%78", true),
         e("key-order", "?a=é", "?a=%C3%A9", true), e("key-order", "?a=%f6", "?a=%ef%bf%bd", true),
@@ -186,7 +186,7 @@ struct NoVarySearchTests {
         e("except=()", "?a=1", "?b=2", true), e("except=()", "?a=1", "", true), e("except=()", "", "?", true),
         e(#"params=("a+b")"#, "?a+b=1&c=1", "?a%20b=2&c=1", true), e(#"params=("a+b")"#, "?a%2Bb=1&c=1", "?c=1", false),
         e(#"params=("%C3%A9")"#, "?%C3%A9=1", "?%C3%A9=2", true), e(#"params=("e%CC%81")"#, "?%C3%A9=1", "?%C3%A9=2", false),
-    ]
+    ] }
 
     @Test("Equivalence modulo variation config, and agreement with the normalized URLs", arguments: equivalenceRows)
     func equivalence(_ row: EquivalenceRow) throws {
@@ -198,7 +198,7 @@ struct NoVarySearchTests {
     }
 
     /// URLs and their normalized forms.
-    static let normalizationRows: [NormalizationRow] = [
+    static var normalizationRows: [NormalizationRow] { [
         // The default config keeps the query as sent, and an empty one.
         n(nil, "https://example.com/p?b=1&a=2#f", "b=1&a=2", "https://example.com/p?b=1&a=2"),
         n(nil, "https://example.com/p", nil, "https://example.com/p"), n(nil, "https://example.com/p?", "", "https://example.com/p?"),
@@ -223,7 +223,7 @@ struct NoVarySearchTests {
         n("key-order", "HTTP://Example.COM:80/p?b&a", "a=&b=", "http://example.com/p?a=&b="),
         n(#"except=("id")"#, "?x=1&id=2&id=1", "id=2&id=1", "https://example.com/p?id=2&id=1"),
         n(#"except=("id"), key-order"#, "?id=2&x=1&id=1", "id=2&id=1", "https://example.com/p?id=2&id=1"),
-    ]
+    ] }
 
     @Test("The normalized query and URL", arguments: normalizationRows)
     func normalization(_ row: NormalizationRow) throws {

@@ -78,7 +78,7 @@ struct StatisticsTests {
         #expect(families["my_cache_origin_requests_total"]?.samples[[:]] == 5)
         #expect(families["my_cache_served_bytes_total"]?.samples[["source": "store"]] == 1234)
         #expect(families["my_cache_store_entries"]?.type == "gauge" && families["my_cache_store_entries"]?.samples[[:]] == 9)
-        #expect(families.count == 13 && families.values.allSatisfy { !$0.help.isEmpty })
+        #expect(families.count == 14 && families.values.allSatisfy { !$0.help.isEmpty })
     }
 }
 

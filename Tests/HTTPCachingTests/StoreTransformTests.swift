@@ -30,7 +30,7 @@ struct BrokenTransform: StoreTransform {
 @Suite("Transforms at rest: compression and encryption at the store boundary")
 struct StoreTransformTests {
     typealias E = StoreConformance
-    static let compressible = Data(String(repeating: "the same words again and again, ", count: 2_000).utf8)
+    static var compressible: Data { Data(String(repeating: "the same words again and again, ", count: 2_000).utf8) }
 
     @Test("zlib, loaded from the system's libz.so.1, round-trips and compresses; damaged bytes throw, never a wrong body")
     func deflate() throws {

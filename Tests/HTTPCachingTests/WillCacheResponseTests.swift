@@ -141,4 +141,17 @@ struct WillCacheResponseTests {
                                 "answered, not left waiting on the cancelled request's flight")
         #expect(next.response?.text == "body 2" && h.origin.requestCount("/w") == 2)
     }
+
+    @Test("Cache-Status says stored only when it is certain: not while the delegate is still to be asked")
+    func storedOnlyWhenCertain() async throws {
+        let h = try Harness()
+        Self.storable(h.origin)
+        let declining = ProbeDelegate(onWillCache: { _, answer in answer(nil) })
+        let asked = try #require(await perform(.delegate, URLRequest(url: h.origin.url("/w")), probe: declining) { h.delegateSession($0) })
+        let askedField = try #require(asked.response?.value(forHTTPHeaderField: HTTPCachingHeaders.cacheStatusField))
+        #expect(!askedField.contains("stored"), "\(askedField)")
+        let plain = try await h.get("/w")
+        let plainField = try #require(plain.response.value(forHTTPHeaderField: HTTPCachingHeaders.cacheStatusField))
+        #expect(plainField.contains("stored"), "a completion handler is never asked: \(plainField)")
+    }
 }

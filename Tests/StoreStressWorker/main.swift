@@ -11,6 +11,9 @@
 //       line releases it and prints "released"; exits at the end of its input.
 //   store-stress-worker secret DIRECTORY
 //       Waits for a line on its input, opens the store, prints its partition secret in hex.
+//   store-stress-worker fill STORE URL CALLERS
+//       CALLERS concurrent GETs of URL through a cache over STORE (a directory or a redis://
+//       URL): one process of a fleet sharing a store (see SharedFill.swift).
 import Foundation
 import HTTPCaching
 import HTTPCachingTestKit
@@ -22,7 +25,7 @@ guard arguments.count >= 3 else {
 }
 let directory = URL(fileURLWithPath: arguments[2])
 
-func say(_ line: String) {
+@Sendable func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
@@ -46,6 +49,9 @@ case "secret" where arguments.count == 3:
     _ = readLine()
     let store = try DiskResponseStore(directory: directory)
     say(store.partitionSecret().map { String(format: "%02x", $0) }.joined())
+case "fill" where arguments.count == 5:
+    guard let url = URL(string: arguments[3]), let callers = Int(arguments[4]) else { exit(2) }
+    try SharedFill.run(store: arguments[2], url: url, callers: callers)
 default:
     exit(2)
 }

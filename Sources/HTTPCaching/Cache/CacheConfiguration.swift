@@ -56,6 +56,17 @@ public struct CacheConfiguration: Sendable {
     /// Which requests have their body as part of the key (`QUERY`; POST to a search or
     /// GraphQL endpoint when you say so). The default is `.query`.
     public var bodyKeying: BodyKeying
+    /// How long a miss that fetches a key for every process sharing the store (a disk or Redis
+    /// store) holds its claim: other processes' misses for the key wait for its answer, up to
+    /// this long, instead of asking the origin too; nil: each process fetches on its own. A
+    /// store kept in one process's memory is never waited on. The default is 15 seconds.
+    public var sharedFillLease: TimeInterval?
+    /// Whether a response's `No-Vary-Search` (draft-ietf-httpbis-no-vary-search) lets it answer
+    /// requests for URLs that differ only in the query parameters it names (or their order):
+    /// it is stored under its URL normalized by the field, and found from every equivalent URL.
+    /// The key rewriter applies first. False stores every response under its own URL. The
+    /// default is true.
+    public var honorsNoVarySearch: Bool
 
     /// A configuration with the given parts; every argument has the default above.
     public init(windows: CacheWindows = .standard,
@@ -71,7 +82,9 @@ public struct CacheConfiguration: Sendable {
                 namespace: String = "",
                 honorsOriginDirectives: Bool = true,
                 cacheName: String = "HTTPCaching",
-                bodyKeying: BodyKeying = .query) {
+                bodyKeying: BodyKeying = .query,
+                sharedFillLease: TimeInterval? = 15,
+                honorsNoVarySearch: Bool = true) {
         self.windows = windows
         self.storableStatusCodes = storableStatusCodes
         self.keyRewriter = keyRewriter
@@ -86,6 +99,8 @@ public struct CacheConfiguration: Sendable {
         self.honorsOriginDirectives = honorsOriginDirectives
         self.cacheName = cacheName
         self.bodyKeying = bodyKeying
+        self.sharedFillLease = sharedFillLease
+        self.honorsNoVarySearch = honorsNoVarySearch
     }
 }
 

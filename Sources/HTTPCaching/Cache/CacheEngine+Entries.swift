@@ -13,8 +13,16 @@ extension CacheEngine {
         case needsIO
     }
 
-    /// Looks an entry up without blocking, when the store can answer from memory.
+    /// Looks an entry up without blocking, when the store can answer from memory: under the
+    /// key, else through the configs its URL's `No-Vary-Search` index lists.
     func lookupImmediately(_ key: CacheKey, headers: RequestHeaders) -> ImmediateAnswer {
+        let exact = lookupExactImmediately(key, headers: headers)
+        guard case .answered(nil, _) = exact, usesNoVarySearch(key) else { return exact }
+        return lookupThroughNoVarySearchImmediately(key, headers: headers) ?? exact
+    }
+
+    /// Looks the entry under a key (or its `Vary` variant) up without blocking.
+    func lookupExactImmediately(_ key: CacheKey, headers: RequestHeaders) -> ImmediateAnswer {
         switch store.immediateEntry(for: key) {
         case .needsIO:
             return .needsIO
@@ -36,11 +44,21 @@ extension CacheEngine {
         }
     }
 
-    /// Looks an entry up, reading the store: the entry under the URL if its `Vary` matches,
-    /// else the variant the request's values name.
+    /// Looks an entry up, reading the store: under the key (`lookupExact`), else through the
+    /// configs its URL's `No-Vary-Search` index lists (`lookupThroughNoVarySearch`).
     /// - Returns: the entry, and whether something is stored under the URL for other `Vary`
     ///   values (nil when the store could not be read, so the cache cannot tell).
     func lookup(_ key: CacheKey, headers: RequestHeaders) -> (entry: CacheEntry?, otherVariant: Bool?) {
+        let exact = lookupExact(key, headers: headers)
+        guard exact.entry == nil, usesNoVarySearch(key) else { return exact }
+        guard let entry = lookupThroughNoVarySearch(key, headers: headers) else { return exact }
+        return (entry, false)
+    }
+
+    /// Looks the entry under a key up, reading the store: the entry under the URL if its
+    /// `Vary` matches, else the variant the request's values name.
+    /// - Returns: as `lookup`.
+    func lookupExact(_ key: CacheKey, headers: RequestHeaders) -> (entry: CacheEntry?, otherVariant: Bool?) {
         let (primary, failed) = readReporting(key)
         guard let primary else { return (nil, failed ? nil : false) }
         if Vary.matches(primary, headers) { return (primary, false) }
@@ -120,12 +138,15 @@ extension CacheEngine {
         }
         for entry in entries { emit(.stored, entry.key, entry.url) }
         if let listing { commitListing(listing) }
+        listNoVarySearch(of: entries)
     }
 
     /// Invalidates what is stored for a URL (RFC 9111 section 4.4): the entry under its key,
-    /// every variant the index lists and the one `headers` select, then reports `invalidated`.
+    /// every variant the index lists and the one `headers` select, and what is stored for it
+    /// under each `No-Vary-Search` config its URL's index lists, then reports `invalidated`.
     func invalidate(_ key: CacheKey, headers: RequestHeaders, url: URL?) {
-        for stored in storedKeys(for: key, headers: headers) { remove(stored, url: url) }
+        let keys = storedKeys(for: key, headers: headers) + noVarySearchKeys(for: key, headers: headers)
+        for stored in keys { remove(stored, url: url) }
         emit(.invalidated, key.primary, url)
     }
 }

@@ -24,6 +24,9 @@ extension CacheEngine {
                                body: data, storedAt: now(), windows: windows ?? windowsSetAhead(for: key),
                                varyValues: Vary.values(names: names, headers: headers))
         entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: configuration)
+        if usesNoVarySearch(key), let config = NoVarySearch.declared(by: entry.header), let entryKey = config.entryKey(for: key) {
+            entry.key = entryKey // found as a response from the network would be: through its config
+        }
         var stored = true
         if !names.isEmpty && !names.contains("*") {
             var variant = entry
@@ -37,17 +40,21 @@ extension CacheEngine {
         let headers = keys.headers(request)
         let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
         entryWindows.withLock { $0[key] = windows }
-        if var entry = try store.entry(for: key) {
+        let throughNoVarySearch = { self.usesNoVarySearch(key) ? self.lookupThroughNoVarySearch(key, headers: headers) : nil }
+        if var entry = try store.entry(for: key) ?? throughNoVarySearch() {
             entry.windows = windows
             entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: configuration)
             try store.write(entry)
         }
     }
 
-    /// Removes what is stored for the request's URL: its entry and every variant.
+    /// Removes what is stored for the request's URL: its entry and every variant, and what
+    /// is stored for it under each `No-Vary-Search` config its URL's index lists.
     func removeEntry(for request: URLRequest, keys: KeyDerivation) throws {
         let headers = keys.headers(request)
         let key = try keys.key(for: request, headers: headers, secret: partitionSecret)
-        for stored in storedKeys(for: key, headers: headers) { try store.removeEntry(for: stored) }
+        for stored in storedKeys(for: key, headers: headers) + noVarySearchKeys(for: key, headers: headers) {
+            try store.removeEntry(for: stored)
+        }
     }
 }

@@ -12,6 +12,7 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         enum Value: Sendable, Hashable {
             case served(CacheStatus), collapsed, stored, notStored(NotStoredReason), refreshed(bodyChanged: Bool)
             case refreshFailed(reason: String), evicted, invalidated, corrupted(reason: String), storeFailed(reason: String)
+            case waitingForSharedFill
         }
 
         let value: Value
@@ -22,6 +23,9 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         /// The request waited for another request for the same key instead of asking the
         /// origin itself, and got its answer (reported beside `served`).
         public static let collapsed = Self(value: .collapsed)
+        /// Another process sharing the store is fetching the key: the request waits for its
+        /// answer (`CacheConfiguration.sharedFillLease`) instead of asking the origin too.
+        public static let waitingForSharedFill = Self(value: .waitingForSharedFill)
         /// A response was written to the store.
         public static let stored = Self(value: .stored)
         /// A response was not stored, and why: the answer to "why is this never cached?".
@@ -32,7 +36,8 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         public static func refreshFailed(reason: String) -> Self { Self(value: .refreshFailed(reason: reason)) }
         /// The store evicted the entry to stay within its limits.
         public static let evicted = Self(value: .evicted)
-        /// An unsafe method's answer removed the entry stored for a URL.
+        /// An unsafe method's answer invalidated a URL: whatever was stored for it is removed
+        /// (reported whether or not anything was).
         public static let invalidated = Self(value: .invalidated)
         /// A damaged, truncated or foreign entry was found, removed, and treated as a miss.
         public static func corrupted(reason: String) -> Self { Self(value: .corrupted(reason: reason)) }
@@ -40,8 +45,8 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         public static func storeFailed(reason: String) -> Self { Self(value: .storeFailed(reason: reason)) }
 
         /// The kind's name, the same for every value of it: `served`, `collapsed`, `stored`,
-        /// `notStored`, `refreshed`, `refreshFailed`, `evicted`, `invalidated`, `corrupted` or
-        /// `storeFailed`; later versions may add more.
+        /// `notStored`, `refreshed`, `refreshFailed`, `evicted`, `invalidated`, `corrupted`,
+        /// `storeFailed` or `waitingForSharedFill`; later versions may add more.
         public var name: String {
             switch value {
             case .served: "served"
@@ -54,6 +59,7 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
             case .invalidated: "invalidated"
             case .corrupted: "corrupted"
             case .storeFailed: "storeFailed"
+            case .waitingForSharedFill: "waitingForSharedFill"
             }
         }
 

@@ -23,11 +23,15 @@ extension CacheExplanation {
         if found.otherVariant == nil { reasons.append("the store could not be read; the lookup counts as a miss") }
         let policy = CacheDecision.policy(for: request, configuration: configuration)
         let windows = CacheDecision.windows(for: request, entry: found.entry, default: configuration.windows)
+        let match = found.entry.flatMap { noVarySearchMatch($0, key: found.key, request: request) }
         let described = found.entry.map { describe($0, policy: policy, windows: windows, evaluation: evaluation,
-                                                   credentialed: credentialed, request: request, cache: cache, now: now) }
+                                                   credentialed: credentialed, request: request, cache: cache, now: now, match: match) }
+        if let match, match.otherURL {
+            reasons.append("the entry was stored for \(match.storedURL): its No-Vary-Search (\(match.config)) makes this URL equivalent")
+        }
         reasons += evaluation.notes.map(\.text)
         let outcome = makeOutcome(evaluation, method: method, entry: found.entry, windows: windows, policy: policy,
-                                  configuration: configuration, reasons: &reasons)
+                                  configuration: configuration, throughNoVarySearch: match?.otherURL ?? false, reasons: &reasons)
         reasons += closingReasons(found, policy: policy)
         let lastNotStored = found.entry == nil ? cache.lastNotStored(found.key).map {
             NotStored(reason: $0.reason.description, date: HTTPDate.format($0.date))
@@ -112,8 +116,17 @@ extension CacheExplanation {
         }
     }
 
+    /// What an entry stored under its response's `No-Vary-Search` says of it; nil for one
+    /// stored under its own URL.
+    private static func noVarySearchMatch(_ entry: CacheEntry, key: CacheKey, request: URLRequest) -> NoVarySearchMatch? {
+        guard NoVarySearch.isEntryKey(entry.key), let config = NoVarySearch.declared(by: entry.header) else { return nil }
+        return NoVarySearchMatch(config: config.fieldValue, storedURL: entry.url.absoluteString,
+                                 otherURL: NoVarySearch.answersAnotherURL(entry, requestKey: key, requestURL: request.url))
+    }
+
     private static func describe(_ entry: CacheEntry, policy: CachingPolicy, windows: CacheWindows, evaluation: CacheDecision.Evaluation,
-                                 credentialed: Bool, request: URLRequest, cache: CacheEngine, now: Date) -> Entry {
+                                 credentialed: Bool, request: URLRequest, cache: CacheEngine, now: Date,
+                                 match: NoVarySearchMatch?) -> Entry {
         let resident = entry.age(at: now)
         let age: TimeInterval, ageSource: String
         if policy == .httpSemantics {
@@ -150,7 +163,7 @@ extension CacheExplanation {
                      age: age, ageSource: ageSource, lifetime: lifetime, lifetimeSource: lifetimeSource,
                      ttl: lifetime.map { $0 - age }, cacheControl: entry.header("Cache-Control"), validators: validators,
                      vary: vary, variantsStored: vary.isEmpty ? nil : max(variants.count, 1),
-                     storable: storable, storage: storage)
+                     storable: storable, storage: storage, noVarySearch: match)
     }
 
     /// Whether a stored response would be stored as it is under the configuration in force,

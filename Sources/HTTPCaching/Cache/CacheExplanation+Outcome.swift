@@ -6,9 +6,11 @@ import FoundationNetworking
 extension CacheExplanation {
     /// What would happen, and the reasons that go with it.
     static func makeOutcome(_ evaluation: CacheDecision.Evaluation, method: String, entry: CacheEntry?, windows: CacheWindows,
-                            policy: CachingPolicy, configuration: CacheConfiguration, reasons: inout [String]) -> Outcome {
+                            policy: CachingPolicy, configuration: CacheConfiguration, throughNoVarySearch: Bool = false,
+                            reasons: inout [String]) -> Outcome {
         let facts = OutcomeFacts(method: method, entry: entry, windows: windows, policy: policy, configuration: configuration,
-                                 lifetime: evaluation.lifetime ?? windows.fresh, age: evaluation.age ?? 0, verdict: evaluation.verdict)
+                                 lifetime: evaluation.lifetime ?? windows.fresh, age: evaluation.age ?? 0, verdict: evaluation.verdict,
+                                 throughNoVarySearch: throughNoVarySearch)
         switch evaluation.action {
         case .serve(let plan): return serveOutcome(plan, facts, reasons: &reasons)
         case .forward(let plan): return forwardOutcome(plan, facts, reasons: &reasons)
@@ -30,10 +32,13 @@ extension CacheExplanation {
         var lifetime: TimeInterval
         var age: TimeInterval
         var verdict: CachePolicyVerdict?
+        /// The entry was stored for another URL, which its `No-Vary-Search` makes equivalent.
+        var throughNoVarySearch = false
     }
 
     private static func serveOutcome(_ plan: ServePlan, _ facts: OutcomeFacts, reasons: inout [String]) -> Outcome {
-        let disposition = Disposition(status: plan.status, hit: true, ttl: plan.ttl, age: plan.age)
+        let disposition = Disposition(status: plan.status, hit: true, ttl: plan.ttl, age: plan.age,
+                                      noVarySearch: facts.throughNoVarySearch)
         let form: String
         switch plan.form {
         case .whole: form = ""

@@ -65,6 +65,20 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
         public let storable: Bool
         /// Why it was stored, or why it would not be stored now.
         public let storage: String
+        /// The `No-Vary-Search` it was stored under; nil when it was stored under its own URL.
+        public let noVarySearch: NoVarySearchMatch?
+    }
+
+    /// How an entry stored under its response's `No-Vary-Search` answers the request.
+    public struct NoVarySearchMatch: Sendable, Encodable, Equatable {
+        /// The field as the cache understood it, in the latest draft's syntax (for example
+        /// `params=("utm_source")`, `except=("page")`, `key-order`).
+        public let config: String
+        /// The URL it was stored for.
+        public let storedURL: String
+        /// Whether that is another URL than the request's, which the field makes equivalent
+        /// (the answer then carries `Cache-Status` `detail=no-vary-search`).
+        public let otherURL: Bool
     }
 
     /// Why the last response for a key was not stored.
@@ -153,6 +167,9 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
             more("validators: " + (entry.validators.isEmpty ? "none" : entry.validators.joined(separator: ", ")))
             if !entry.vary.isEmpty {
                 more("Vary: \(entry.vary.joined(separator: ", "))" + (entry.variantsStored.map { " (\($0) variant\($0 == 1 ? "" : "s") stored)" } ?? ""))
+            }
+            if let match = entry.noVarySearch {
+                more("No-Vary-Search: \(match.config)" + (match.otherURL ? " (stored for \(match.storedURL))" : ""))
             }
             more((entry.storable ? "stored: " : "would not be stored now: ") + entry.storage)
         } else {

@@ -18,6 +18,8 @@ extension CacheStatistics {
         let statuses = CacheStatus.all.map { (labels: [("status", $0.rawValue)], value: requests[$0] ?? 0) }
         family("requests_total", "counter", "Requests answered, by how the cache answered them.", statuses)
         family("collapsed_requests_total", "counter", "Requests that waited for another request's answer.", [([], collapsed)])
+        family("no_vary_search_hits_total", "counter", "Requests answered by an entry stored for another URL, through its No-Vary-Search.",
+               [([], servedThroughNoVarySearch)])
         family("origin_requests_total", "counter", "Requests sent to the origin, refreshes included.", [([], originRequests)])
         family("served_bytes_total", "counter", "Body bytes served, by where they came from.",
                [([("source", "store")], bytesServedFromStore), ([("source", "origin")], bytesFetchedFromOrigin)])
@@ -25,7 +27,7 @@ extension CacheStatistics {
         family("not_stored_total", "counter", "Responses not stored, by reason.",
                notStored.sorted { $0.key < $1.key }.map { ([("reason", $0.key)], $0.value) })
         family("evictions_total", "counter", "Entries evicted to stay within the store's limits.", [([], evictions)])
-        family("invalidations_total", "counter", "Entries removed by an unsafe method's answer.", [([], invalidations)])
+        family("invalidations_total", "counter", "URLs invalidated by an unsafe method's answer, whether or not anything was stored under them.", [([], invalidations)])
         family("corruptions_total", "counter", "Damaged entries found and removed.", [([], corruptions)])
         family("store_failures_total", "counter", "Store reads and writes that failed.", [([], storeFailures)])
         family("refreshes_total", "counter", "Background refreshes, by outcome.",

@@ -11,6 +11,9 @@ public struct CacheStatistics: Sendable, Equatable {
     public internal(set) var requests: [CacheStatus: Int] = [:]
     /// Requests that waited for another request's answer instead of asking the origin.
     public internal(set) var collapsed = 0
+    /// Requests answered from the store by an entry stored for another URL, which its
+    /// `No-Vary-Search` lets answer theirs (also counted in `requests`).
+    public internal(set) var servedThroughNoVarySearch = 0
     /// Requests sent to the origin: callers', revalidations and background refreshes.
     public internal(set) var originRequests = 0
     /// Body bytes served from the store.
@@ -27,11 +30,14 @@ public struct CacheStatistics: Sendable, Equatable {
     public internal(set) var corruptions = 0
     /// Store reads or writes that failed (the request went on without the store).
     public internal(set) var storeFailures = 0
-    /// Background refreshes started, and how they ended.
+    /// Background refreshes started.
     public internal(set) var refreshesStarted = 0
+    /// Background refreshes that stored the origin's answer (or freshened the entry with a 304).
     public internal(set) var refreshesSucceeded = 0
+    /// Background refreshes that failed; the stale entry was kept.
     public internal(set) var refreshesFailed = 0
-    /// Entries an unsafe method's answer removed.
+    /// URLs an unsafe method's answer invalidated (its own, its `Location`'s and
+    /// `Content-Location`'s), whether or not anything was stored under them.
     public internal(set) var invalidations = 0
     /// Entries the store holds now (its `entryCount`).
     public internal(set) var entries = 0
@@ -84,14 +90,17 @@ final class StatisticsCounters: Sendable {
             case .invalidated: counts.invalidations += 1
             case .corrupted: counts.corruptions += 1
             case .storeFailed: counts.storeFailures += 1
+            case .waitingForSharedFill: break // counted as collapsed when the answer arrives
             }
         }
     }
 
     /// Counts what events do not tell.
-    func add(originRequests: Int = 0, servedFromStore: Int = 0, fetchedFromOrigin: Int = 0, refreshesStarted: Int = 0) {
+    func add(originRequests: Int = 0, servedFromStore: Int = 0, fetchedFromOrigin: Int = 0, refreshesStarted: Int = 0,
+             servedThroughNoVarySearch: Int = 0) {
         guard enabled else { return }
         counts.withLock { counts in
+            counts.servedThroughNoVarySearch += servedThroughNoVarySearch
             counts.originRequests += originRequests
             counts.bytesServedFromStore += servedFromStore
             counts.bytesFetchedFromOrigin += fetchedFromOrigin

@@ -21,6 +21,9 @@ struct Disposition: Sendable, Equatable, Hashable {
     var age: TimeInterval?
     /// More about the outcome, for people.
     var detail: String?
+    /// Answered by an entry stored for another URL, which its `No-Vary-Search` lets answer
+    /// this one (`detail=no-vary-search` when there is no other detail).
+    var noVarySearch = false
 }
 
 /// Writes the `Cache-Status` field (RFC 9211): one list member per cache, origin-most first,
@@ -41,7 +44,11 @@ enum CacheStatusField {
         }
         if disposition.stored { member += "; stored" }
         if disposition.collapsed { member += "; collapsed" }
-        if let detail = disposition.detail { member += "; detail=\(item(detail))" }
+        if let detail = disposition.detail {
+            member += "; detail=\(item(detail))"
+        } else if disposition.noVarySearch {
+            member += "; detail=\(NoVarySearch.statusDetail)"
+        }
         return member
     }
 

@@ -22,12 +22,14 @@ extension CacheTransaction {
         var merged = Validation.merge(entry, notModified: head, keepingCookies: context.configuration.storesResponsesSettingCookies,
                                       now: now)
         merged.usefulUntil = CacheDecision.usefulUntil(merged, configuration: context.configuration)
-        if isRefresh { return storing(merged) + [.finish, .emit(.refreshed(bodyChanged: false))] }
+        merged.key = storageKey(merged.header) // a 304 may change the No-Vary-Search
+        if isRefresh { return storing(merged, replacing: entry) + [.finish, .emit(.refreshed(bodyChanged: false))] }
         let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
         let disposition = Disposition(status: .revalidated, forward: pending.plan.reason, forwardStatus: 304, stored: true,
                                       ttl: ttl(merged.statusCode, merged.header, windows: merged.windows, now: now),
-                                      age: CacheDecision.servedAge(of: merged, policy: policy, now: now))
-        return storing(merged) + [.emit(.served(.revalidated)), .serve(merged, .whole, disposition)]
+                                      age: CacheDecision.servedAge(of: merged, policy: policy, now: now),
+                                      noVarySearch: answersThroughNoVarySearch(entry))
+        return storing(merged, replacing: entry) + [.emit(.served(.revalidated)), .serve(merged, .whole, disposition)]
     }
 
     /// A final answer to receive: stored or not (and why), its head to the caller.
@@ -55,12 +57,16 @@ extension CacheTransaction {
         // the configuration's cacher does not read it: it streams to the store.
         receiving.spooling = storing && (streaming || isRefresh) && !context.configuration.responseCacher.inspectsBody
         state = .receiving(receiving)
-        if isRefresh { return actions + (receiving.spooling ? [.openWriter] : []) }
+        let opening: [Action] = receiving.spooling ? [.openWriter(storageKey(head.header))] : []
+        if isRefresh { return actions + opening }
         let status: CacheStatus = storing ? plan.status : .bypass
-        let disposition = Disposition(status: status, forward: plan.reason, forwardStatus: head.statusCode, stored: storing,
+        // Whether it is stored is not known yet when the caller's delegate is still to be asked
+        // (`willCacheResponse`, after the body): `stored` is said only when it is certain.
+        let disposition = Disposition(status: status, forward: plan.reason, forwardStatus: head.statusCode,
+                                      stored: storing && !context.asksDelegateBeforeStoring,
                                       ttl: storing ? ttl(head.statusCode, head.header, windows: context.entryWindows, now: now) : nil,
                                       detail: reason?.token)
-        return actions + [.emit(.served(status)), .respond(head, disposition)] + (receiving.spooling ? [.openWriter] : [])
+        return actions + [.emit(.served(status)), .respond(head, disposition)] + opening
     }
 
     /// The caller's delegate answered `willCacheResponse` (`askToStore`): store what it said,
@@ -81,6 +87,7 @@ extension CacheTransaction {
                 entry.headers = Storability.storedHeaders(of: replacement.head,
                                                           keepingCookies: context.configuration.storesResponsesSettingCookies)
                 entry.varyValues = Vary.values(names: Vary.names(entry.header("Vary")), headers: context.headers)
+                entry.key = storageKey(entry.header)
                 entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: context.configuration)
                 if let body = replacement.body {
                     entry.body = body // a body of its own: what was written is not it
@@ -88,7 +95,7 @@ extension CacheTransaction {
                     spooled = nil
                 }
             }
-            actions += storing(entry, inMemoryOnly: inMemoryOnly, spooledBytes: spooled)
+            actions += storing(entry, inMemoryOnly: inMemoryOnly, spooledBytes: spooled, replacing: asking.previous)
         }
         return actions + ending(nil, body: asking.body, bodyChanged: nil)
     }
@@ -159,7 +166,8 @@ extension CacheTransaction {
         let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
         let age = CacheDecision.servedAge(of: entry, policy: policy, now: now)
         let disposition = Disposition(status: .fallback, forward: .stale, forwardStatus: status, age: age,
-                                      detail: detail ?? status.map { "the origin answered \($0)" })
+                                      detail: detail ?? status.map { "the origin answered \($0)" },
+                                      noVarySearch: answersThroughNoVarySearch(entry))
         return [.cancelForward, .emit(.served(.fallback)), .serve(entry, .whole, disposition)]
     }
 
@@ -177,16 +185,25 @@ extension CacheTransaction {
     }
 
     /// The writes for an entry: whole, or the commit of the body written as it arrived
-    /// (`spooledBytes` long).
-    func storing(_ entry: CacheEntry, inMemoryOnly: Bool = false, spooledBytes: Int? = nil) -> [Action] {
+    /// (`spooledBytes` long); then the removal of the entry it replaces (`previous`, the one
+    /// the lookup found) when that is stored under another key: an answer with a
+    /// `No-Vary-Search` replacing one without, or the reverse, or under another config.
+    func storing(_ entry: CacheEntry, inMemoryOnly: Bool = false, spooledBytes: Int? = nil,
+                 replacing previous: CacheEntry? = nil) -> [Action] {
         let entries = storedEntries(entry)
-        if let spooledBytes { return [.commitWriter(entries, bodyBytes: spooledBytes, inMemoryOnly: inMemoryOnly)] }
-        return entries.map { inMemoryOnly ? .storeInMemory($0) : .store($0) }
+        var actions: [Action]
+        if let spooledBytes {
+            actions = [.commitWriter(entries, bodyBytes: spooledBytes, inMemoryOnly: inMemoryOnly)]
+        } else {
+            actions = entries.map { inMemoryOnly ? .storeInMemory($0) : .store($0) }
+        }
+        if let previous, previous.key.primary != entry.key.primary { actions.append(.remove(previous.key)) }
+        return actions
     }
 
     func makeEntry(_ head: ResponseHead, body: Data, now: Date) -> CacheEntry {
         let names = Vary.names(head.header("Vary"))
-        return CacheEntry(key: context.key.primary,
+        return CacheEntry(key: storageKey(head.header),
                           url: CacheKey.removingUserinfo(head.url), // the response's URL carries the request's userinfo
                           statusCode: head.statusCode,
                           headers: Storability.storedHeaders(of: head, keepingCookies: context.configuration.storesResponsesSettingCookies),

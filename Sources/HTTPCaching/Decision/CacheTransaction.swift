@@ -72,8 +72,8 @@ struct CacheTransaction {
         case finish
         /// Fail the caller.
         case fail(TransactionError)
-        /// Begin writing the answer to the store as its body arrives.
-        case openWriter
+        /// Begin writing the answer to the store, under this key, as its body arrives.
+        case openWriter(CacheKey)
         /// Write the next part of the body to the store.
         case appendToWriter(Data)
         /// Store these entries (metadata; their bodies are empty) with the body written,
@@ -134,6 +134,8 @@ struct CacheTransaction {
         var body: Data
         /// The body was written to a store writer, this many bytes: `body` is empty.
         var spooledBytes: Int?
+        /// The stored entry the answer replaces, if any.
+        var previous: CacheEntry?
     }
 
     var context: Context
@@ -216,7 +218,8 @@ struct CacheTransaction {
             guard let entry else { return [.fail(.caching(.notCached))] } // the decision serves only what exists
             var actions: [Action] = [.emit(.served(plan.status))]
             if plan.refresh { actions.append(.refresh(entry)) }
-            actions.append(.serve(entry, plan.form, Disposition(status: plan.status, hit: true, ttl: plan.ttl, age: plan.age)))
+            actions.append(.serve(entry, plan.form, Disposition(status: plan.status, hit: true, ttl: plan.ttl, age: plan.age,
+                                                                noVarySearch: answersThroughNoVarySearch(entry))))
             return actions
         case .forward(let plan):
             var actions: [Action] = []
@@ -315,13 +318,15 @@ struct CacheTransaction {
         if receiving.storing {
             let entry = makeEntry(receiving.head, body: receiving.body, now: now)
             if var chosen = context.configuration.responseCacher.apply(context.request, entry) {
+                if chosen.key == entry.key { chosen.key = storageKey(chosen.header) } // its fields may have changed
                 chosen.usefulUntil = CacheDecision.usefulUntil(chosen, configuration: context.configuration)
                 let spooled = receiving.spooling ? receiving.bodyBytes : nil
                 if context.asksDelegateBeforeStoring, case .foreground = context.role {
-                    state = .askingDelegate(Asking(entry: chosen, body: receiving.body, spooledBytes: spooled))
+                    state = .askingDelegate(Asking(entry: chosen, body: receiving.body, spooledBytes: spooled,
+                                                   previous: receiving.previous))
                     return [.askToStore(chosen)]
                 }
-                actions += storing(chosen, spooledBytes: spooled)
+                actions += storing(chosen, spooledBytes: spooled, replacing: receiving.previous)
                 bodyChanged = Self.bodyChanged(receiving, from: context.role)
             } else {
                 actions.append(.emit(.notStored(.declinedByCacher)))

@@ -19,7 +19,9 @@ enum BackgroundRefresh {
             binding.count(refreshesStarted: 1)
             var refreshHop = hop
             if refreshHop.bodyDigest == nil { refreshHop.body = .none } // a keyed body is sent again
-            refreshHop.key = previous.key.primary
+            // The caller's key, not the entry's: an entry found through its No-Vary-Search is
+            // stored again under the key its answer's config gives the caller's URL.
+            refreshHop.key = hop.key.primary
             let exchange = Exchange(role: .refresh(previous: previous), hop: refreshHop, binding: binding)
             exchange.state.withLock { $0.claim = previous.key }
             exchange.start(key: refreshHop.key, entry: previous, otherVariant: false)

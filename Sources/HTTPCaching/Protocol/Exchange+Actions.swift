@@ -31,8 +31,8 @@ extension Exchange {
             endFlight()
             endClaim()
             caller?.delivery.fail(error.error)
-        case .openWriter:
-            let writer = cache.openWriter(for: hop.key, url: hop.request.url)
+        case .openWriter(let key):
+            let writer = cache.openWriter(for: key, url: hop.request.url)
             state.withLock { $0.writer = writer }
         case .appendToWriter(let bytes):
             guard let writer = state.withLock({ $0.writer }) else { return }
@@ -99,8 +99,9 @@ extension Exchange {
         endClaim()
     }
 
-    /// Gives the refresh claim back, once.
+    /// Gives the refresh claim and the fill claim back, once.
     private func endClaim() {
+        endSharedFillClaim()
         guard let key = state.withLock({ state -> CacheKey? in
             defer { state.claim = nil }
             return state.claim

@@ -15,7 +15,7 @@ extension Exchange {
             return resolve(Caller.Held(kind: kind, response: response, body: body), caller)
         }
         caller.saveCredentialIfUsed(binding: binding)
-        binding.count(servedFromStore: body.count)
+        binding.count(servedFromStore: body.count, servedThroughNoVarySearch: disposition.noVarySearch ? 1 : 0)
         caller.delivery.deliver(response, body: body)
     }
 

@@ -19,10 +19,11 @@ extension Exchange {
             }
         }
         if case .fromDelegate = hop.body { return askDelegateForBody(then: conditional, hop: hop) }
+        if claimsSharedFill(plan, conditional: conditional) { return claimSharedFill(then: conditional, hop: hop) }
         send(conditional: conditional, hop: hop)
     }
 
-    private func send(conditional: [String: String], hop: Hop) {
+    func send(conditional: [String: String], hop: Hop) {
         let sending = UncheckedBox((Hop.forwardingRequest(from: hop.request, conditional: conditional), hop.body.forwarded))
         // Never create or resume a task synchronously on Foundation's shared URLSession queue,
         // where `startLoading` runs: every session's work queue targets it, so creating a task

@@ -55,6 +55,10 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         var callerTakes: (streaming: Bool, asks: Bool)?
         /// The store writer the answer's body goes to as it arrives, while one is open.
         var writer: UncheckedBox<any ResponseStoreWriter>?
+        /// Whether this miss has claimed, or waited for, its key's fill across processes.
+        var sharedFillChecked = false
+        /// The fill claim this exchange holds in the store, given back when it ends.
+        var sharedFillClaim: CacheKey?
     }
 
     /// This exchange's part in its key's flight.

@@ -28,7 +28,11 @@ struct Hop: Sendable {
     /// conditional with `conditional`, never answered from Foundation's own cache.
     static func forwardingRequest(from request: URLRequest, conditional: [String: String]) -> URLRequest {
         let mutable = (request as NSURLRequest).mutableCopy() as! NSMutableURLRequest
-        for name in HTTPCachingHeaders.allPrivate { mutable.setValue(nil, forHTTPHeaderField: name) }
+        // Removing a field rebuilds the request's fields: only those present are removed.
+        let present = Set((request.allHTTPHeaderFields ?? [:]).keys.map { $0.lowercased() })
+        for name in HTTPCachingHeaders.allPrivate where present.contains(name.lowercased()) {
+            mutable.setValue(nil, forHTTPHeaderField: name)
+        }
         for (name, value) in conditional { mutable.setValue(value, forHTTPHeaderField: name) }
         mutable.cachePolicy = .reloadIgnoringLocalCacheData
         mutable.httpBody = nil

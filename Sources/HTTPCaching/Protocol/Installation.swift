@@ -45,7 +45,8 @@ public final class CacheInstallation: Sendable {
         cachedEntry(for: request) != nil
     }
 
-    /// The entry stored for a request, whatever its age; nil if none.
+    /// The entry stored for a request, whatever its age (one stored for an equivalent URL that
+    /// its `No-Vary-Search` lets answer included); nil if none.
     public func cachedEntry(for request: URLRequest) -> CacheEntry? {
         binding.engine.cachedEntry(for: request, keys: binding.keys)
     }
@@ -67,7 +68,8 @@ public final class CacheInstallation: Sendable {
         try binding.engine.setWindows(windows, for: request, keys: binding.keys)
     }
 
-    /// Removes the entry stored for a request, if any.
+    /// Removes the entry stored for a request, if any, every `Vary` variant, and what is stored
+    /// for it through `No-Vary-Search`.
     /// - Throws: the store's error when it cannot remove.
     public func removeEntry(for request: URLRequest) throws {
         try binding.engine.removeEntry(for: request, keys: binding.keys)

@@ -47,10 +47,11 @@ final class ProtocolBinding: Sendable {
     }
 
     /// Counts traffic for the cache and for this installation.
-    func count(originRequests: Int = 0, servedFromStore: Int = 0, fetchedFromOrigin: Int = 0, refreshesStarted: Int = 0) {
+    func count(originRequests: Int = 0, servedFromStore: Int = 0, fetchedFromOrigin: Int = 0, refreshesStarted: Int = 0,
+               servedThroughNoVarySearch: Int = 0) {
         for counters in [engine.statistics, statistics] {
             counters.add(originRequests: originRequests, servedFromStore: servedFromStore, fetchedFromOrigin: fetchedFromOrigin,
-                         refreshesStarted: refreshesStarted)
+                         refreshesStarted: refreshesStarted, servedThroughNoVarySearch: servedThroughNoVarySearch)
         }
     }
 

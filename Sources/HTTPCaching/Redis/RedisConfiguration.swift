@@ -2,7 +2,8 @@ import Foundation
 
 /// Where a `RedisResponseStore` finds its server, how it talks to it, and how it stores entries.
 ///
-/// Set the fields, or parse a URL: `redis://[user:password@]host:port[/db]`. TLS
+/// Set the fields, or parse a URL: `redis://[user:password@]host:port[/db]` for one server,
+/// `redis-cluster://[user:password@]host:port[,host:port...]` for a Redis Cluster. TLS
 /// (`rediss://`) is not supported: reach a remote server over a private network, or through a
 /// local TLS proxy such as stunnel.
 public struct RedisConfiguration: Sendable, Equatable {
@@ -39,6 +40,15 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// The largest entry stored (`CacheEntry.byteCount`). Redis itself refuses values over its
     /// `proto-max-bulk-len` (512 MB by default). The default is 8 MiB.
     public var maxEntrySize: Int
+    /// Whether `host`:`port` is a node of a Redis Cluster. The store then learns from it (or
+    /// from `clusterSeeds`) which primary serves which hash slot, sends each command to the
+    /// primary of its key's slot, and keeps a pool of up to `poolSize` connections to each
+    /// node, with the timeouts, retry delay and credentials above (set the same user and
+    /// password on every node). The default is false: one server.
+    public var isCluster: Bool
+    /// More nodes of the cluster to learn its topology from when `host`:`port` does not
+    /// answer; used only when `isCluster` is set. The default is none.
+    public var clusterSeeds: [RedisNodeAddress]
 
     /// The key prefix used when none is given: `http-cache:`.
     public static let defaultKeyPrefix = "http-cache:"
@@ -47,7 +57,8 @@ public struct RedisConfiguration: Sendable, Equatable {
     public init(host: String = "localhost", port: Int = 6379, username: String? = nil, password: String? = nil,
                 database: Int = 0, keyPrefix: String = RedisConfiguration.defaultKeyPrefix,
                 connectTimeout: TimeInterval = 0.5, commandTimeout: TimeInterval = 1, retryDelay: TimeInterval = 1,
-                poolSize: Int = 8, maximumTimeToLive: TimeInterval = 7 * 86_400, maxEntrySize: Int = 8 << 20) {
+                poolSize: Int = 8, maximumTimeToLive: TimeInterval = 7 * 86_400, maxEntrySize: Int = 8 << 20,
+                isCluster: Bool = false, clusterSeeds: [RedisNodeAddress] = []) {
         self.host = host
         self.port = port
         self.username = username
@@ -60,11 +71,15 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.poolSize = poolSize
         self.maximumTimeToLive = maximumTimeToLive
         self.maxEntrySize = maxEntrySize
+        self.isCluster = isCluster
+        self.clusterSeeds = clusterSeeds
     }
 
-    /// A configuration from a URL, `redis://[user:password@]host[:port][/db]`, with the other
-    /// fields at their defaults. User and password may be percent-encoded; `redis://:secret@host`
-    /// gives a password alone.
+    /// A configuration from a URL, `redis://[user:password@]host[:port][/db]`, or for a Redis
+    /// Cluster `redis-cluster://[user:password@]host[:port][,host[:port]...]` (the first node
+    /// becomes `host`:`port`, the others `clusterSeeds`), with the other fields at their
+    /// defaults. A port left out is 6379. User and password may be percent-encoded;
+    /// `redis://:secret@host` gives a password alone.
     /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL.
     public init(url text: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(HTTPCachingError) {
         func invalid(_ reason: String) -> HTTPCachingError { .invalidURL("'\(Self.redacted(text))': \(reason)") }
@@ -72,7 +87,11 @@ public struct RedisConfiguration: Sendable, Equatable {
         if lowered.hasPrefix("rediss://") {
             throw invalid("TLS (rediss://) is not supported; use a local TLS proxy such as stunnel, or a private network")
         }
-        guard lowered.hasPrefix("redis://") else { throw invalid("not a redis:// URL") }
+        if lowered.hasPrefix("redis-cluster://") {
+            self = try RedisConfiguration(clusterURL: text, keyPrefix: keyPrefix)
+            return
+        }
+        guard lowered.hasPrefix("redis://") else { throw invalid("not a redis:// or redis-cluster:// URL") }
         // The port is checked by hand first, for a clearer message than "not a valid URL".
         let authority = text.dropFirst(8).prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
         let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
@@ -120,6 +139,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         try check(maximumTimeToLive >= 0.001 && maximumTimeToLive.isFinite,
                   "maximumTimeToLive \(maximumTimeToLive) is not a positive number of seconds")
         try check(maxEntrySize >= 0, "maxEntrySize \(maxEntrySize) is negative")
+        try validateCluster()
     }
 
     /// The URL with any password replaced by `***`, for messages.

@@ -22,6 +22,9 @@ struct RedisClientError: Error, Equatable, CustomStringConvertible {
         case protocolViolation
         /// A well-formed reply over the parser's limits (a value too large to take).
         case replyTooLarge
+        /// A Redis Cluster could not route the command: no node told the topology, no primary
+        /// serves the key's slot, or the redirections did not end.
+        case cluster
     }
 
     let kind: Kind

@@ -3,16 +3,22 @@ import Foundation
 /// How a `RedisResponseStore` lays its data out in Redis.
 ///
 /// Every key starts with the configured prefix:
-/// - `<prefix>e<format>:<sha256 of the key's storageString>`: one entry, a hash of two fields,
-///   `m` (the small metadata below, for listing without bodies) and `d` (the entry in
-///   `EntryFileFormat`). One key per entry, so its time to live and Redis's own eviction
-///   always take both fields together: listing never finds metadata whose body is gone.
-///   `<format>` names the versions of both encodings (`2-1`), so during a rolling upgrade
-///   hosts of two versions sharing a server miss each other's entries instead of deleting
-///   them as damaged; listing and removal cover every version.
-/// - `<prefix>claim:<sha256>`: a background-refresh claim, a random token with the lease as
-///   its time to live.
+/// - `<prefix>e<format>:{<base>}[<variant>]`: one entry, a hash of two fields, `m` (the small
+///   metadata below, for listing without bodies) and `d` (the entry in `EntryFileFormat`).
+///   `<base>` is the SHA-256 (hex) of the `storageString` of the entry's base key (its key
+///   without a `Vary` variant); a variant's entry adds the SHA-256 of its whole key. One key
+///   per entry, so its time to live and Redis's own eviction always take both fields
+///   together: listing never finds metadata whose body is gone. `<format>` names the versions
+///   of both encodings (`2-1`), so during a rolling upgrade hosts of two versions sharing a
+///   server miss each other's entries instead of deleting them as damaged; listing and
+///   removal cover every version.
+/// - `<prefix>claim:{<base>}[<variant>]`: a background-refresh claim, a random token with the
+///   lease as its time to live.
 /// - `<prefix>secret`: the 32-byte partition secret, with no time to live.
+///
+/// `{<base>}` is a Redis Cluster hash tag: the entry under a URL, its variants (which the
+/// entry under the URL lists) and their claims all hash to one slot, so they live on one node
+/// and any command or transaction may touch several of them together.
 struct RedisEntryLayout: Sendable {
     let prefix: [UInt8]
 
@@ -24,11 +30,11 @@ struct RedisEntryLayout: Sendable {
     static let format = "\(EntryFileFormat.version)-\(RedisEntryMetadata.version)"
 
     func entryKey(_ key: CacheKey) -> [UInt8] {
-        prefix + Array("e\(Self.format):".utf8) + Self.digest(key)
+        prefix + Array("e\(Self.format):".utf8) + Self.tagged(key)
     }
 
     func claimKey(_ key: CacheKey) -> [UInt8] {
-        prefix + Array("claim:".utf8) + Self.digest(key)
+        prefix + Array("claim:".utf8) + Self.tagged(key)
     }
 
     var secretKey: [UInt8] { prefix + Array("secret".utf8) }
@@ -46,8 +52,23 @@ struct RedisEntryLayout: Sendable {
         return pattern + Array("e*".utf8)
     }
 
-    private static func digest(_ key: CacheKey) -> [UInt8] {
-        Array(SHA256.hex(SHA256.hash(key.storageString.utf8)).utf8)
+    /// `{<digest of the base key>}`, then the digest of the whole key for a variant.
+    private static func tagged(_ key: CacheKey) -> [UInt8] {
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(key.variant == nil ? 66 : 130)
+        if key.variant == nil {
+            bytes += digest(key.storageString)
+            bytes.append(UInt8(ascii: "}"))
+        } else {
+            bytes += digest(key.primary.storageString)
+            bytes.append(UInt8(ascii: "}"))
+            bytes += digest(key.storageString)
+        }
+        return bytes
+    }
+
+    private static func digest(_ text: String) -> [UInt8] {
+        Array(SHA256.hex(SHA256.hash(text.utf8)).utf8)
     }
 
     /// The time to live Redis gives an entry, in milliseconds: how long it can still be of

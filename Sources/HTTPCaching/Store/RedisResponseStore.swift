@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// A store in Redis, shared by every process and host that uses the same server and key
-/// prefix: entries, the partition secret and background-refresh claims.
+/// A store in Redis, shared by every process and host that uses the same server (or Redis
+/// Cluster) and key prefix: entries, the partition secret and background-refresh claims.
 ///
 /// Each entry is one Redis hash (a small metadata field and the encoded entry) whose time to
 /// live is how long the entry can still be of use: `usefulUntil - storedAt`, capped by
@@ -17,9 +17,16 @@ import Synchronization
 /// store is removed and reported as `HTTPCachingError.corruptEntry`.
 ///
 /// `entryCount`, `totalBytes` and the listing and removal calls walk the keys with `SCAN`
-/// (never `KEYS`): their cost grows with the number of keys in the database, so keep them
-/// off the request path. TLS is not supported: use a private network, or a local TLS proxy
-/// such as stunnel.
+/// (never `KEYS`), on every primary of a cluster: their cost grows with the number of keys in
+/// the database, so keep them off the request path. TLS is not supported: use a private
+/// network, or a local TLS proxy such as stunnel.
+///
+/// On a Redis Cluster (`RedisConfiguration.isCluster`, or a `redis-cluster://` URL) each
+/// command goes to the primary serving its key's hash slot (see `RedisEntryLayout` for the
+/// hash tags that keep an entry's keys on one node), following `MOVED` and `ASK`. While a
+/// primary is down its keys' calls throw `unavailable` at once (the cache then answers from
+/// the network and reports `storeFailed`); once a replica has taken its place the store finds
+/// it by itself. Replicas are never read.
 public final class RedisResponseStore: ResponseStore {
     /// The server, credentials, prefix, timeouts and limits.
     public let configuration: RedisConfiguration
@@ -27,7 +34,7 @@ public final class RedisResponseStore: ResponseStore {
     /// are. Entries written with another transform, or none, are misses. The default is nil.
     public let transform: (any StoreTransform)?
 
-    let pool: RedisConnectionPool
+    let backend: RedisBackend
     let layout: RedisEntryLayout
     private let secret = Mutex<[UInt8]?>(nil)
     /// The tokens of the claims this store holds, by claim key.
@@ -48,13 +55,16 @@ public final class RedisResponseStore: ResponseStore {
         // and its encoding adds a few bytes per header field.
         let largest = min(configuration.maxEntrySize, 512 << 20) // Redis's own proto-max-bulk-len
         let bulk = largest + largest / 2 + (1 << 20)
-        pool = RedisConnectionPool(configuration: configuration,
-                                   limits: RESPParser.Limits(maxBulkLength: bulk, maxArrayCount: 1 << 20, maxDepth: 4,
-                                                             maxLineLength: 64 << 10, maxReplyBytes: 2 * bulk + (1 << 20)))
+        let limits = RESPParser.Limits(maxBulkLength: bulk, maxArrayCount: 1 << 20, maxDepth: 4,
+                                       maxLineLength: 64 << 10, maxReplyBytes: 2 * bulk + (1 << 20))
+        backend = configuration.isCluster
+            ? .cluster(RedisClusterRouter(configuration: configuration, limits: limits))
+            : .server(RedisConnectionPool(configuration: configuration, limits: limits))
     }
 
-    /// A store on the server a URL names, `redis://[user:password@]host:port[/db]`, with the
-    /// other settings at their defaults.
+    /// A store on the server a URL names, `redis://[user:password@]host:port[/db]`, or on the
+    /// cluster `redis-cluster://[user:password@]host:port[,host:port...]`, with the other
+    /// settings at their defaults.
     /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL.
     public convenience init(url: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix,
                             transform: (any StoreTransform)? = nil) throws(HTTPCachingError) {
@@ -64,11 +74,16 @@ public final class RedisResponseStore: ResponseStore {
     /// The largest entry stored (`RedisConfiguration.maxEntrySize`). The default is 8 MiB.
     public var maxEntrySize: Int { configuration.maxEntrySize }
 
-    /// Checks that the server answers `PING` with the configured credentials and database.
+    /// Checks that the server (every primary of a cluster) answers `PING` with the configured
+    /// credentials and database.
     /// - Throws: `HTTPCachingError.unavailable` saying why not.
     public func ping() throws {
-        let reply = try call { () throws(RedisClientError) in try pool.execute(RedisCommand("PING")) }
-        guard reply == .simpleString("PONG") else { throw unexpected(reply, to: "PING") }
+        let replies = try call { () throws(RedisClientError) in
+            var replies: [RESPValue] = []
+            for node in try backend.everyNode() { replies.append(try node.execute(RedisCommand("PING"))) }
+            return replies
+        }
+        if let reply = replies.first(where: { $0 != .simpleString("PONG") }) { throw unexpected(reply, to: "PING") }
     }
 
     // MARK: - Entries
@@ -80,7 +95,7 @@ public final class RedisResponseStore: ResponseStore {
         let redisKey = layout.entryKey(key)
         let reply: RESPValue
         do {
-            reply = try pool.execute(RedisCommand("HMGET", redisKey, "m", "d"))
+            reply = try backend.execute(RedisCommand("HMGET", redisKey, "m", "d"), key: redisKey)
         } catch where error.kind == .replyTooLarge {
             throw corrupt(key, redisKey, "a value larger than any this store writes")
         } catch {
@@ -155,11 +170,11 @@ public final class RedisResponseStore: ResponseStore {
         if let transform { stored.body = try transform.encode(entry.body) }
         let data = EntryFileFormat.encode(stored, transform: transform?.name)
         let replies = try call { () throws(RedisClientError) in
-            try pool.execute([RedisCommand("MULTI"),
-                              RedisCommand("UNLINK", redisKey),
-                              RedisCommand("HSET", redisKey, "m", RedisEntryMetadata(entry).encoded, "d", data),
-                              RedisCommand("PEXPIRE", redisKey, milliseconds),
-                              RedisCommand("EXEC")])
+            try backend.execute([RedisCommand("MULTI"),
+                                 RedisCommand("UNLINK", redisKey),
+                                 RedisCommand("HSET", redisKey, "m", RedisEntryMetadata(entry).encoded, "d", data),
+                                 RedisCommand("PEXPIRE", redisKey, milliseconds),
+                                 RedisCommand("EXEC")], key: redisKey)
         }
         if let message = replies.lazy.compactMap(\.errorMessage).first {
             if message.hasPrefix("OOM") {
@@ -181,132 +196,6 @@ public final class RedisResponseStore: ResponseStore {
         try unlink([layout.entryKey(key)])
     }
 
-    // MARK: - Listing and removal
-
-    /// Removes every entry under the prefix (not the secret, not claims): one `SCAN` to count
-    /// them, then `UNLINK` in batches, reporting after each.
-    /// - Throws: `HTTPCachingError.unavailable` when Redis cannot answer.
-    public func removeAll(progress: (RemovalProgress) -> Void) throws {
-        let keys = try entryKeys()
-        progress(RemovalProgress(removed: 0, total: keys.count))
-        var removed = 0
-        for start in stride(from: 0, to: keys.count, by: Self.batchSize) {
-            let batch = Array(keys[start..<min(start + Self.batchSize, keys.count)])
-            try unlink(batch)
-            removed += batch.count
-            progress(RemovalProgress(removed: removed, total: keys.count))
-        }
-    }
-
-    /// Removes every entry whose metadata satisfies `predicate`. The metadata is listed first
-    /// (without bodies); an entry replaced since it was listed is kept.
-    /// - Throws: `HTTPCachingError.unavailable` when Redis cannot answer.
-    public func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
-        let chosen = try listMetadata().filter { predicate($0.info) }
-        progress(RemovalProgress(removed: 0, total: chosen.count))
-        var removed = 0
-        for start in stride(from: 0, to: chosen.count, by: Self.batchSize) {
-            let batch = chosen[start..<min(start + Self.batchSize, chosen.count)]
-            let replies = try call { () throws(RedisClientError) in
-                try pool.execute(batch.map {
-                    RedisCommand("EVAL", RedisEntryLayout.deleteIfMetadataMatches, 1, $0.redisKey, $0.metadata)
-                })
-            }
-            if let message = replies.lazy.compactMap(\.errorMessage).first(where: { !$0.hasPrefix("WRONGTYPE") }) {
-                throw HTTPCachingError.unavailable(reason: "Redis refused a removal: \(message)")
-            }
-            removed += batch.count
-            progress(RemovalProgress(removed: removed, total: chosen.count))
-        }
-    }
-
-    /// The metadata of every entry, read from each entry's small metadata field (never the
-    /// body), a `SCAN` batch at a time. Values under the prefix that are not entries are removed.
-    /// - Throws: `HTTPCachingError.unavailable` when Redis cannot answer.
-    public func entryInfos() throws -> [StoredEntryInfo] {
-        try listMetadata().map(\.info)
-    }
-
-    /// The bytes the entries account for, summed from their metadata with `SCAN`; 0 when
-    /// Redis cannot answer.
-    public var totalBytes: Int {
-        (try? listMetadata(removingForeign: false).reduce(0) { $0 + $1.info.byteCount }) ?? 0
-    }
-
-    /// How many entries are stored (keys under `<prefix>e`), counted with `SCAN`; 0 when Redis
-    /// cannot answer.
-    public var entryCount: Int {
-        (try? entryKeys().count) ?? 0
-    }
-
-    private struct Listed {
-        let redisKey: [UInt8]
-        let metadata: [UInt8]
-        let info: StoredEntryInfo
-    }
-
-    /// Every entry's metadata: `SCAN`, then one pipelined `HGET m` per batch of keys. Entries
-    /// written in another version of `EntryFileFormat` are listed (their metadata is the same);
-    /// metadata of another version is skipped.
-    private func listMetadata(removingForeign: Bool = true) throws -> [Listed] {
-        var listed: [Listed] = []
-        var foreign: [[UInt8]] = []
-        try scanEntryKeys { batch throws(RedisClientError) in
-            let replies = try pool.execute(batch.map { RedisCommand("HGET", $0, "m") })
-            for (redisKey, reply) in zip(batch, replies) {
-                switch reply {
-                case .bulkString(nil):
-                    continue // expired or removed since the scan
-                case .bulkString(let bytes?):
-                    do throws(RedisEntryMetadata.DecodeError) {
-                        if let info = try RedisEntryMetadata(decoding: bytes).info {
-                            listed.append(Listed(redisKey: redisKey, metadata: bytes, info: info))
-                        } else {
-                            foreign.append(redisKey)
-                        }
-                    } catch where error.isOtherVersion {
-                        continue // another version's entry: neither listed nor removed
-                    } catch {
-                        foreign.append(redisKey)
-                    }
-                case .error(let message) where message.hasPrefix("WRONGTYPE"):
-                    foreign.append(redisKey)
-                default:
-                    throw RedisClientError(.protocolViolation, "unexpected reply to HGET: \(reply)")
-                }
-            }
-        }
-        if removingForeign && !foreign.isEmpty { try unlink(foreign) }
-        return listed
-    }
-
-    /// Every entry key under the prefix, each once.
-    private func entryKeys() throws -> [[UInt8]] {
-        var keys: [[UInt8]] = []
-        try scanEntryKeys { keys += $0 }
-        return keys
-    }
-
-    /// Walks the entry keys with `SCAN cursor MATCH <prefix>e* COUNT n`, handing each batch
-    /// of new keys to `body` (SCAN may repeat a key; each is handed over once).
-    private func scanEntryKeys(_ body: ([[UInt8]]) throws(RedisClientError) -> Void) throws {
-        var seen = Set<[UInt8]>()
-        var cursor: [UInt8] = Array("0".utf8)
-        let pattern = layout.entryPattern
-        try call { () throws(RedisClientError) in
-            repeat {
-                let reply = try pool.execute(RedisCommand("SCAN", cursor, "MATCH", pattern, "COUNT", Self.batchSize))
-                guard case .array(let parts?) = reply, parts.count == 2, let next = parts[0].bytes,
-                      case .array(let found?) = parts[1] else {
-                    throw RedisClientError(.protocolViolation, "unexpected reply to SCAN: \(reply.errorMessage ?? "\(reply)")")
-                }
-                let batch = found.compactMap(\.bytes).filter { seen.insert($0).inserted }
-                if !batch.isEmpty { try body(batch) }
-                cursor = next
-            } while cursor != Array("0".utf8)
-        }
-    }
-
     // MARK: - Secret and claims
 
     /// The partition secret: 32 random bytes under `<prefix>secret`, with no time to live,
@@ -319,7 +208,7 @@ public final class RedisResponseStore: ResponseStore {
         let candidate = (0..<32).map { _ in UInt8.random(in: .min ... .max) }
         let key = layout.secretKey
         let replies = try call { () throws(RedisClientError) in
-            try pool.execute([RedisCommand("SET", key, candidate, "NX"), RedisCommand("GET", key)])
+            try backend.execute([RedisCommand("SET", key, candidate, "NX"), RedisCommand("GET", key)], key: key)
         }
         guard case .bulkString(let value?) = replies[1], value.count == 32 else {
             let reason = replies.lazy.compactMap(\.errorMessage).first.map { "Redis refused it: \($0)" }
@@ -341,7 +230,8 @@ public final class RedisResponseStore: ResponseStore {
         // A lease of at least a millisecond and at most a year (NaN: a millisecond).
         let seconds = lease.isNaN ? 0.001 : min(max(lease, 0.001), 365 * 86_400)
         let milliseconds = Int((seconds * 1000).rounded(.up))
-        guard let reply = try? pool.execute(RedisCommand("SET", claimKey, token, "NX", "PX", milliseconds)), reply.isOK else {
+        guard let reply = try? backend.execute(RedisCommand("SET", claimKey, token, "NX", "PX", milliseconds), key: claimKey),
+              reply.isOK else {
             return false
         }
         claims.withLock { $0[claimKey] = token }
@@ -354,15 +244,15 @@ public final class RedisResponseStore: ResponseStore {
         let claimKey = layout.claimKey(key)
         guard let token = claims.withLock({ $0.removeValue(forKey: claimKey) }) else { return }
         // If Redis cannot answer, the lease runs out by itself.
-        _ = try? pool.execute(RedisCommand("EVAL", RedisEntryLayout.deleteIfTokenMatches, 1, claimKey, token))
+        _ = try? backend.execute(RedisCommand("EVAL", RedisEntryLayout.deleteIfTokenMatches, 1, claimKey, token), key: claimKey)
     }
 
     // MARK: - Helpers
 
-    private func unlink(_ keys: [[UInt8]]) throws {
+    func unlink(_ keys: [[UInt8]]) throws {
         guard !keys.isEmpty else { return }
-        let reply = try call { () throws(RedisClientError) in try pool.execute(RedisCommand("UNLINK", arguments: keys)) }
-        if let message = reply.errorMessage { throw HTTPCachingError.unavailable(reason: "Redis refused UNLINK: \(message)") }
+        let refusal = try call { () throws(RedisClientError) in try backend.unlink(keys) }
+        if let message = refusal { throw HTTPCachingError.unavailable(reason: "Redis refused UNLINK: \(message)") }
     }
 
     /// Removes a damaged or foreign value (if Redis answers) and makes the error reporting it.
@@ -375,12 +265,12 @@ public final class RedisResponseStore: ResponseStore {
         return .corruptEntry(key: key, reason: reason)
     }
 
-    private func unexpected(_ reply: RESPValue, to command: String) -> HTTPCachingError {
+    func unexpected(_ reply: RESPValue, to command: String) -> HTTPCachingError {
         .unavailable(reason: reply.errorMessage.map { "Redis refused \(command): \($0)" } ?? "an unexpected reply to \(command)")
     }
 
     /// Runs Redis calls, reporting a failure as `HTTPCachingError.unavailable`.
-    private func call<T>(_ body: () throws(RedisClientError) -> T) throws(HTTPCachingError) -> T {
+    func call<T>(_ body: () throws(RedisClientError) -> T) throws(HTTPCachingError) -> T {
         do {
             return try body()
         } catch {

@@ -1,0 +1,78 @@
+/// Where a `RedisResponseStore`'s commands go: one server's connection pool, or a Redis
+/// Cluster's router. A single server's calls go straight to its pool, as they always did.
+enum RedisBackend: Sendable {
+    case server(RedisConnectionPool)
+    case cluster(RedisClusterRouter)
+
+    /// Sends commands on one key (or keys of one hash tag), pipelined; on a cluster, to the
+    /// primary serving the key's slot.
+    /// - Throws: `RedisClientError` when the replies do not arrive.
+    func execute(_ commands: [RedisCommand], key: [UInt8]) throws(RedisClientError) -> [RESPValue] {
+        switch self {
+        case .server(let pool): try pool.execute(commands)
+        case .cluster(let router): try router.execute(commands, slot: RedisClusterSlot.of(key))
+        }
+    }
+
+    /// Sends one command on a key and returns its reply.
+    /// - Throws: `RedisClientError` when the reply does not arrive.
+    func execute(_ command: RedisCommand, key: [UInt8]) throws(RedisClientError) -> RESPValue {
+        try execute([command], key: key)[0]
+    }
+
+    /// Sends one command for each key (`commands[i]` on `keys[i]`), pipelined: all at once to a
+    /// server, to each primary its own on a cluster. The replies are in the commands' order.
+    /// - Throws: `RedisClientError` when the replies do not arrive.
+    func executeEach(_ commands: [RedisCommand], keys: [[UInt8]]) throws(RedisClientError) -> [RESPValue] {
+        switch self {
+        case .server(let pool): try pool.execute(commands)
+        case .cluster(let router): try router.executeEach(commands, slots: keys.map(RedisClusterSlot.of))
+        }
+    }
+
+    /// Removes keys: one `UNLINK` on a server; on a cluster one for each key (keys of
+    /// different slots cannot share a command), pipelined to each primary.
+    /// - Returns: the first error reply's message, nil when every removal was taken.
+    /// - Throws: `RedisClientError` when the replies do not arrive.
+    func unlink(_ keys: [[UInt8]]) throws(RedisClientError) -> String? {
+        switch self {
+        case .server(let pool):
+            return try pool.execute(RedisCommand("UNLINK", arguments: keys)).errorMessage
+        case .cluster(let router):
+            let replies = try router.executeEach(keys.map { RedisCommand("UNLINK", $0) }, slots: keys.map(RedisClusterSlot.of))
+            return replies.lazy.compactMap(\.errorMessage).first
+        }
+    }
+
+    /// The pools to run a command on that concerns every key: the server's, or each primary's.
+    /// - Throws: `RedisClientError` when a cluster's topology cannot be learned.
+    func everyNode() throws(RedisClientError) -> [RedisConnectionPool] {
+        switch self {
+        case .server(let pool): [pool]
+        case .cluster(let router): try router.primaries()
+        }
+    }
+
+    /// Walks the keys matching a pattern with `SCAN cursor MATCH pattern COUNT count` on the
+    /// server, or on each primary in turn, handing each batch found to `body`. `SCAN` may hand
+    /// a key more than once, and a key moved between primaries during the walk may be missed
+    /// or met twice.
+    /// - Throws: `RedisClientError` when a node does not answer, or what `body` throws.
+    func scan(matching pattern: [UInt8], count: Int,
+              _ body: ([[UInt8]]) throws(RedisClientError) -> Void) throws(RedisClientError) {
+        let done: [UInt8] = Array("0".utf8)
+        for pool in try everyNode() {
+            var cursor = done
+            repeat {
+                let reply = try pool.execute(RedisCommand("SCAN", cursor, "MATCH", pattern, "COUNT", count))
+                guard case .array(let parts?) = reply, parts.count == 2, let next = parts[0].bytes,
+                      case .array(let found?) = parts[1] else {
+                    throw RedisClientError(.protocolViolation, "unexpected reply to SCAN: \(reply.errorMessage ?? "\(reply)")")
+                }
+                let batch = found.compactMap(\.bytes)
+                if !batch.isEmpty { try body(batch) }
+                cursor = next
+            } while cursor != done
+        }
+    }
+}

@@ -7,7 +7,8 @@ import HTTPCaching
 import LoopbackOrigin
 
 /// Fresh hits through a caching URLSession from one kind of store alone, for a profiler
-/// (`--store-hits-only memory|disk|tiered BYTES COUNT`): eight hot keys warmed, then COUNT
+/// (`--store-hits-only memory|disk|disk-io|tiered BYTES COUNT`; disk-io: the
+/// disk store read only on the I/O queue): eight hot keys warmed, then COUNT
 /// sequential hits. Run it with COUNT 0 as well to subtract what setting up costs.
 enum StoreHitBench {
     /// Runs the hits; nil for an unknown store name. Exits with a problem when a request
@@ -19,10 +20,12 @@ enum StoreHitBench {
         switch name {
         case "memory": store = try MemoryResponseStore(byteLimit: 256 << 20)
         case "disk": store = try DiskResponseStore(directory: directory, byteLimit: 1 << 30)
+        case "disk-io": store = IOQueueOnlyStore(try DiskResponseStore(directory: directory, byteLimit: 1 << 30))
         case "tiered": store = TieredResponseStore(back: try DiskResponseStore(directory: directory, byteLimit: 1 << 30))
         default: return nil
         }
-        defer { ((store as? TieredResponseStore)?.back as? DiskResponseStore ?? store as? DiskResponseStore)?.close() }
+        let underlying = (store as? TieredResponseStore)?.back ?? (store as? IOQueueOnlyStore)?.inner ?? store
+        defer { (underlying as? DiskResponseStore)?.close() }
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
         origin.route("/hits", response: .init(headers: [("Content-Type", "application/octet-stream")],

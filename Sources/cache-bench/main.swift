@@ -1,5 +1,5 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
-// `swift run -c release cache-bench [--quick] [--redis-only] [--redis-cluster-only]`. Times are medians of interleaved rounds.
+// `swift run -c release cache-bench [--quick] [--disk-hits-only] [--redis-only] [--redis-cluster-only]`. Times are medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -76,7 +76,7 @@ if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
     print("\(variant) \(bytes): \(formatMicros((now() - start) / Double(count))) µs per request")
     exit(0)
 }
-// `--store-hits-only memory|disk|tiered BYTES COUNT`: fresh hits from one store alone, for a profiler.
+// `--store-hits-only memory|disk|disk-io|tiered BYTES COUNT`: fresh hits from one store alone, for a profiler.
 if let index = arguments.firstIndex(of: "--store-hits-only"), arguments.count > index + 3,
    let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]),
    let result = try StoreHitBench.run(store: arguments[index + 1], bytes: bytes, count: count) {
@@ -100,6 +100,16 @@ if arguments.contains("--redis-cluster-only") {
     print("")
     for line in cluster.lines { print(line) }
     exit(cluster.problems.isEmpty ? 0 : 1)
+}
+
+// `--disk-hits-only`: fresh hits from a disk store, in place and on the I/O queue, against memory.
+if arguments.contains("--disk-hits-only") {
+    let origin = try LoopbackOrigin()
+    let diskHits = try DiskHitBench.run(origin: origin, rounds: rounds)
+    origin.stop()
+    print("")
+    for line in diskHits.lines { print(line) }
+    exit(diskHits.problems.isEmpty ? 0 : 1)
 }
 
 // `--redis-only`: fresh hits from a Redis store against memory and disk stores.
@@ -220,6 +230,9 @@ print("\ndisk store reads of 1 KB entries with two processes reading one directo
 lines.append("rps.shared_disk_hit_2proc=\(Int(shared))")
 
 disk.cleanUp() // here, not in a defer: exit() below skips defer in top-level code
+let pageCachedHits = try DiskHitBench.run(origin: origin, rounds: rounds)
+lines += pageCachedHits.lines
+problems += pageCachedHits.problems
 let redis = RedisBench.run(origin: origin, rounds: rounds)
 lines += redis.lines
 let redisCluster = RedisClusterBench.run(origin: origin, rounds: rounds, total: total)

@@ -147,6 +147,18 @@ struct DiskInPlaceReadTests {
         #expect(try store.entry(for: a.key) == a)
     }
 
+    @Test("a store with a transform never reads in place: the transform's decoding is the store user's code, kept off Foundation's queue",
+          .enabled(if: DeflateTransform.isAvailable))
+    func transformNeedsIO() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url, transform: DeflateTransform())
+        defer { store.close() }
+        let a = Self.entry("/a")
+        try store.write(a)
+        #expect(try store.entry(for: a.key) == a)
+        #expect(store.immediateEntry(for: a.key) == .needsIO)
+    }
+
     @Test("a tiered store reads its disk tier in place and keeps what it found in memory")
     func tieredFillsMemory() throws {
         let directory = TemporaryDirectory()

@@ -23,13 +23,31 @@ extension DiskResponseStore {
         case decode(EntryFileFormat.DecodeError)
     }
 
-    /// The entry for a key if its file can be read without waiting: the name in the kernel's
-    /// caches (or the file kept open from an earlier read) and every byte in the page cache
-    /// (Linux, on ext4, XFS or Btrfs). Counts as a use. `.absent` when the kernel knows the
-    /// file is not there; `.needsIO` for anything else (a read that would wait, a damaged file,
-    /// a link, a file over `inPlaceReadLimit`), which `entry(for:)` then reads on the I/O queue.
+    /// The entry for a key if its file can be read without waiting on the disk: the name in
+    /// the kernel's caches (or the file kept open from an earlier read) and every byte in the
+    /// page cache (Linux 5.12 or later, on ext4, XFS or Btrfs, no transform). Counts as a use.
+    ///
+    /// The cache calls this on Foundation's shared URLSession queue: the one exception to "no
+    /// I/O there", made so a page-cached disk hit costs what a memory hit does. What it runs
+    /// there: `fstat` of a kept descriptor (the in-memory inode), or else one `openat2` that
+    /// resolves the name only from the dentry cache (`RESOLVE_CACHED`: `EAGAIN` instead of
+    /// reading a directory block; never through a link; `O_NOATIME`, so no inode is dirtied)
+    /// and an `fstat`; then one `preadv2(RWF_NOWAIT)`, which copies pages already in memory
+    /// and fails with `EAGAIN` rather than wait for one that is not; then the
+    /// checksums and decoding (CPU, at most `inPlaceReadLimit` bytes). It never closes a
+    /// descriptor (the last close of a removed file frees its blocks: done on a queue of its
+    /// own), writes nothing to disk (the use goes to the journal with the next batch, on the
+    /// maintenance queue) and removes nothing. The kernel may still take its own short
+    /// in-memory locks, and the copy may fault in the fresh buffer as any allocation can.
+    ///
+    /// `.absent` when the kernel knows the file is not there (a cached negative entry);
+    /// `.needsIO` for anything else (a name or a page not in memory, a damaged file, a link, a
+    /// file over `inPlaceReadLimit`, a store with a transform, another file system), which
+    /// `entry(for:)` then reads on the I/O queue, removing and reporting what is damaged.
     public func immediateEntry(for key: CacheKey) -> ImmediateLookup {
-        guard inPlaceReads.load(ordering: .relaxed) else { return .needsIO }
+        // A transform is code of the store's user (decompression, decryption): never run on
+        // Foundation's queue.
+        guard inPlaceReads.load(ordering: .relaxed), transform == nil else { return .needsIO }
         guard !isClosed else { return .absent }
         let keyBytes = EntryName.storageBytes(of: key)
         let name = EntryName(storageBytes: keyBytes)

@@ -52,8 +52,8 @@ enum NonBlockingFiles {
 
     /// Whether the file system holding `fd` is a local disk file system whose opens and status
     /// calls never wait on anything but memory once the name is cached: ext4, XFS, Btrfs.
-    /// Network and FUSE file systems answer an open from elsewhere; tmpfs and overlayfs
-    /// refuse RWF_NOWAIT on the kernels measured (6.18).
+    /// Network and FUSE file systems answer an open from elsewhere; tmpfs refuses RWF_NOWAIT
+    /// on the kernel measured (6.18); overlayfs is not trusted.
     static func isLocalDisk(_ fd: Int32) -> Bool {
         guard let calls else { return false }
         // struct statfs is 120 bytes on 64-bit Linux; f_type, a long, comes first.

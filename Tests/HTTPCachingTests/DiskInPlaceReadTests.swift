@@ -43,6 +43,7 @@ struct DiskInPlaceReadTests {
         #expect(store.immediateEntry(for: old.key) == .found(new), "no descriptor or copy of the old file is kept")
         try other.removeEntry(for: old.key)
         #expect(store.immediateEntry(for: old.key) != .found(new))
+        #expect(store.openFiles.file(for: EntryName(old.key)) == nil, "the removed file's descriptor let go at once")
         #expect(try store.entry(for: old.key) == nil)
         #expect(store.immediateEntry(for: old.key) == .absent, "the kernel now knows the name is not there")
     }

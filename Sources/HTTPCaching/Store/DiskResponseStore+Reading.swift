@@ -45,16 +45,18 @@ extension DiskResponseStore {
     /// file over `inPlaceReadLimit`, a store with a transform, another file system), which
     /// `entry(for:)` then reads on the I/O queue, removing and reporting what is damaged.
     public func immediateEntry(for key: CacheKey) -> ImmediateLookup {
-        // A transform is code of the store's user (decompression, decryption): never run on
-        // Foundation's queue.
-        guard inPlaceReads.load(ordering: .relaxed), transform == nil else { return .needsIO }
+        guard inPlaceReads.load(ordering: .relaxed) else { return .needsIO } // never with a transform
         guard !isClosed else { return .absent }
         let keyBytes = EntryName.storageBytes(of: key)
         let name = EntryName(storageBytes: keyBytes)
         let file: OpenEntryFiles.File
-        if let kept = openFiles.file(for: name), kept.isCurrent {
+        let kept = openFiles.file(for: name)
+        if let kept, kept.isCurrent {
             file = kept
         } else {
+            // Replaced or removed since it was kept: let go now, not at a sweep a lookup that
+            // keeps finding it would put off (it holds a removed file's space).
+            if let kept { openFiles.drop(name, ifStill: kept) }
             switch openInPlace(name) {
             case .opened(let opened): file = opened
             case .answered(let answer): return answer

@@ -88,8 +88,9 @@ public final class DiskResponseStore: ResponseStore {
     private let handler = Mutex<(@Sendable ([CacheKey]) -> Void)?>(nil)
     /// The metadata of recently read entries, so reading one again skips parsing it.
     let decodedMetadata = MetadataCache()
-    /// Whether reads are tried in place (`immediateEntry(for:)`): on a local disk file system
-    /// of a kernel that can read without waiting; turned off the first time it cannot.
+    /// Whether reads are tried in place (`immediateEntry(for:)`): without a transform, on a
+    /// local disk file system of a kernel that can read without waiting; turned off the first
+    /// time it cannot.
     let inPlaceReads: Atomic<Bool>
     /// The entry files in-place reads keep open.
     let openFiles = OpenEntryFiles()
@@ -130,7 +131,9 @@ public final class DiskResponseStore: ResponseStore {
         secret = try Self.loadSecret(files)
         maintenanceLock = FileHandleRef(fd: try files.openControlFile("maintenance.lock", O_RDWR))
         claimsFolder = try files.subdirectory("claims")
-        inPlaceReads = Atomic(NonBlockingFiles.isLocalDisk(files.fd))
+        // A transform is code of the store's user (decompression, decryption): never run on
+        // Foundation's queue.
+        inPlaceReads = Atomic(transform == nil && NonBlockingFiles.isLocalDisk(files.fd))
         let journal = FileHandleRef(fd: try files.openControlFile("index.log", O_RDWR | O_APPEND))
         state = Mutex(State(journal: journal))
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))

@@ -10,73 +10,142 @@ import HTTPCaching
 import LoopbackOrigin
 
 /// Fresh hits through a caching URLSession whose store is Redis, beside the same from a memory
-/// store and a disk store, interleaved round by round. Starts its own `redis-server` on an
-/// ephemeral port, and skips itself when there is none.
+/// store and a disk store, and beside the anchor, a raw `GET` of a value of the same size from
+/// the same server (`RawRedisClient`), interleaved round by round. Starts its own
+/// `redis-server` on an ephemeral port, and skips itself when there is none.
 enum RedisBench {
     static let sizes = [(suffix: "", bytes: 1024, requests: 400), (suffix: "_100k", bytes: 100 * 1024, requests: 150)]
     static let variants = ["memory", "disk", "redis"]
+    /// What each round measures: the stores through URLSession, and the anchor, a raw `GET`.
+    static let measured = variants + ["raw"]
     static let hotKeys = 8
 
+    /// One variant alone, for a profiler (`--redis-variant VARIANT BYTES COUNT`): the same
+    /// setup and warm-up as the full part, then COUNT sequential requests of that variant.
+    struct Only {
+        let variant: String
+        let bytes: Int
+        let count: Int
+    }
+
     /// Prints the table and returns the `ratio.` lines and any problems (requests that failed
-    /// or reached the origin).
-    static func run(origin: LoopbackOrigin, rounds: Int) -> (lines: [String], problems: [String]) {
+    /// or reached the origin); with `only`, runs that variant alone and prints its time.
+    static func run(origin: LoopbackOrigin, rounds: Int, only: Only? = nil) -> (lines: [String], problems: [String]) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-redis-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A server of the caller's (for a profiler such as valgrind, under which starting one fails).
+        if let given = ProcessInfo.processInfo.environment["CACHE_BENCH_REDIS_PORT"].flatMap(Int.init) {
+            try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            return measure(origin: origin, rounds: rounds, only: only, port: given, directory: directory)
+        }
         guard let executable = findRedisServer() else {
             print("\nredis: skipped (redis-server not found)")
             return ([], [])
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-redis-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
         guard let server = try? RedisProcess(executable: executable, directory: directory) else {
             print("\nredis: skipped (redis-server did not start)")
             return ([], [])
         }
         defer { server.stop() }
+        return measure(origin: origin, rounds: rounds, only: only, port: server.port, directory: directory)
+    }
+
+    private static func measure(origin: LoopbackOrigin, rounds: Int, only: Only?, port: Int, directory: URL) -> (lines: [String], problems: [String]) {
         do {
-            return try measure(origin: origin, rounds: rounds, port: server.port, directory: directory)
+            let setup = try Setup(origin: origin, port: port, directory: directory)
+            defer { setup.close() }
+            var problems = warm(setup.sessions, redis: setup.redis, origin: origin)
+            setup.watch.measuring.store(true, ordering: .relaxed)
+            defer { setup.watch.measuring.store(false, ordering: .relaxed) }
+            if let only {
+                let start = now()
+                for i in 0..<only.count where read(setup, only.variant, only.bytes, i) != only.bytes {
+                    problems.append("redis bench \(only.variant) \(only.bytes): a request failed")
+                }
+                print("\(only.variant) \(only.bytes): \(formatMicros((now() - start) / Double(max(1, only.count)))) µs per request")
+                return ([], problems + setup.watch.unexpected.withLock { Array($0) })
+            }
+            let samples = sample(setup, rounds: rounds, problems: &problems)
+            return report(samples, rounds: rounds, problems: problems + setup.watch.unexpected.withLock { Array($0) })
         } catch {
             return ([], ["redis: \(error)"])
         }
     }
 
-    private static func measure(origin: LoopbackOrigin, rounds: Int, port: Int, directory: URL) throws -> (lines: [String], problems: [String]) {
-        let windows = CacheWindows(fresh: 3600, usable: 7200)
-        let redis = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: "bench:"))
-        let disk = try DiskResponseStore(directory: directory.appendingPathComponent("disk"), byteLimit: 1 << 30)
-        defer { disk.close() }
-        let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk, "redis": redis]
+    /// The stores, their sessions and the raw client, with the origin's bodies routed and the
+    /// raw values written.
+    private final class Setup {
+        let origin: LoopbackOrigin
+        let redis: RedisResponseStore
+        let disk: DiskResponseStore
+        let raw: RawRedisClient
         var sessions: [String: URLSession] = [:]
-        // Anything but a fresh hit during the measured rounds is reported with its reason.
+        let watch = Watch()
+        var observations: [CacheObservation] = []
+
+        init(origin: LoopbackOrigin, port: Int, directory: URL) throws {
+            self.origin = origin
+            let windows = CacheWindows(fresh: 3600, usable: 7200)
+            // A prefix of this run's own, so a server of the caller's may hold earlier runs' keys.
+            let prefix = "bench-\(UUID().uuidString.prefix(8)):"
+            redis = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: prefix))
+            disk = try DiskResponseStore(directory: directory.appendingPathComponent("disk"), byteLimit: 1 << 30)
+            let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk, "redis": redis]
+            for (name, store) in stores {
+                let cache = HTTPCache(configuration: CacheConfiguration(windows: windows), store: store)
+                observations.append(cache.observe { [watch] event in
+                    guard watch.measuring.load(ordering: .relaxed) else { return }
+                    guard event.kind != .served(.fresh), event.kind != .stored else { return }
+                    watch.unexpected.withLock { _ = $0.insert("redis bench \(name): \(event.kind)") }
+                })
+                let configuration = URLSessionConfiguration.ephemeral
+                configuration.enableHTTPCaching(cache)
+                sessions[name] = URLSession(configuration: configuration)
+            }
+            RedisBench.routeBodies(on: origin)
+            raw = try RawRedisClient(port: port, prefix: prefix)
+            for size in RedisBench.sizes {
+                for k in 0..<RedisBench.hotKeys { try raw.set(RedisBench.rawKey(size.bytes, k), RedisBench.body(size.bytes)) }
+            }
+        }
+
+        func close() {
+            observations.forEach { $0.cancel() }
+            for session in sessions.values { session.finishTasksAndInvalidate() }
+            disk.close()
+        }
+    }
+
+    /// Anything but a fresh hit while measuring is reported with its reason.
+    private final class Watch: Sendable {
         let measuring = Atomic<Bool>(false)
         let unexpected = Mutex<Set<String>>([])
-        var observations: [CacheObservation] = []
-        defer { observations.forEach { $0.cancel() } }
-        for (name, store) in stores {
-            let cache = HTTPCache(configuration: CacheConfiguration(windows: windows), store: store)
-            observations.append(cache.observe { event in
-                guard measuring.load(ordering: .relaxed) else { return }
-                guard event.kind != .served(.fresh), event.kind != .stored else { return }
-                unexpected.withLock { _ = $0.insert("redis bench \(name): \(event.kind)") }
-            })
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.enableHTTPCaching(cache)
-            sessions[name] = URLSession(configuration: configuration)
-        }
-        routeBodies(on: origin)
-        var problems = warm(sessions, redis: redis, origin: origin)
-        measuring.store(true, ordering: .relaxed)
-        let samples = sample(sessions, origin: origin, rounds: rounds, problems: &problems)
-        measuring.store(false, ordering: .relaxed)
-        problems.append(contentsOf: unexpected.withLock { $0 })
-        for session in sessions.values { session.finishTasksAndInvalidate() }
-        return report(samples, rounds: rounds, problems: problems)
+    }
+
+    /// Request `i` of a variant and size: through the variant's session, or the raw `GET`.
+    /// - Returns: the body's length, -1 on failure.
+    private static func read(_ setup: Setup, _ variant: String, _ bytes: Int, _ i: Int) -> Int {
+        if variant == "raw" { return (try? setup.raw.get(rawKey(bytes, i))) ?? -1 }
+        guard let session = setup.sessions[variant] else { return -1 }
+        return get(session, url(setup.origin, bytes, i))
     }
 
     /// Routes a body of each size.
-    private static func routeBodies(on origin: LoopbackOrigin) {
+    static func routeBodies(on origin: LoopbackOrigin) {
         for size in sizes {
             origin.route("/redis-bench/\(size.bytes)", response: .init(headers: [("Content-Type", "application/octet-stream")],
-                                                                        body: Data((0..<size.bytes).map { UInt8(truncatingIfNeeded: $0 &* 13) })))
+                                                                        body: Data(body(size.bytes))))
         }
+    }
+
+    /// The body of a size the origin serves, and the raw `GET` reads.
+    static func body(_ bytes: Int) -> [UInt8] {
+        (0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+    }
+
+    /// The key of the raw `GET`'s value `i` (modulo `hotKeys`) of a size.
+    static func rawKey(_ size: Int, _ i: Int) -> String {
+        "raw:\(size):\(i % hotKeys)"
     }
 
     /// The URL of hot key `i` (modulo `hotKeys`) of a size.
@@ -101,23 +170,21 @@ enum RedisBench {
         return problems
     }
 
-    /// The measured rounds: every size through every store, the stores in a new order each
-    /// round.
-    /// - Returns: seconds per request, by size suffix and store, one sample per round.
-    private static func sample(_ sessions: [String: URLSession], origin: LoopbackOrigin, rounds: Int,
-                               problems: inout [String]) -> [String: [String: [Double]]] {
+    /// The measured rounds: every size through every store and the raw `GET`, in a new order
+    /// each round.
+    /// - Returns: seconds per request, by size suffix and variant, one sample per round.
+    private static func sample(_ setup: Setup, rounds: Int, problems: inout [String]) -> [String: [String: [Double]]] {
         var samples: [String: [String: [Double]]] = [:]
         for _ in 0..<rounds {
             for size in sizes {
-                for variant in variants.shuffled() {
-                    let session = sessions[variant]!
-                    let before = origin.requestCount()
+                for variant in measured.shuffled() {
+                    let before = setup.origin.requestCount()
                     let start = now()
-                    for i in 0..<size.requests where get(session, url(origin, size.bytes, i)) != size.bytes {
+                    for i in 0..<size.requests where read(setup, variant, size.bytes, i) != size.bytes {
                         problems.append("redis bench \(variant) \(size.bytes): a request failed")
                     }
                     samples[size.suffix, default: [:]][variant, default: []].append((now() - start) / Double(size.requests))
-                    let touched = origin.requestCount() - before
+                    let touched = setup.origin.requestCount() - before
                     if touched > 0 { problems.append("redis bench \(variant) \(size.bytes): reached the origin \(touched) times") }
                 }
             }
@@ -128,14 +195,20 @@ enum RedisBench {
     /// Prints the table and any problems.
     /// - Returns: the `ratio.` lines, and the problems, each once.
     private static func report(_ samples: [String: [String: [Double]]], rounds: Int, problems: [String]) -> (lines: [String], problems: [String]) {
-        print("\nfresh hits by store, microseconds per request (median of \(rounds) interleaved rounds; sequential requests)")
-        print("body     " + variants.map { $0.padding(toLength: 10, withPad: " ", startingAt: 0) }.joined())
+        print("\nfresh hits by store, microseconds per request (median of \(rounds) interleaved rounds; sequential requests;")
+        print("raw: a GET of a value of the body's size on one blocking socket, the anchor)")
+        print("body     " + measured.map { $0.padding(toLength: 10, withPad: " ", startingAt: 0) }.joined() + "redis-memory")
         var lines: [String] = []
         for size in sizes {
             let m = (samples[size.suffix] ?? [:]).mapValues(median)
             let label = size.bytes >= 100 * 1024 ? "100 KB" : "1 KB"
-            print(label.padding(toLength: 7, withPad: " ", startingAt: 0) + variants.map { formatMicros(m[$0] ?? .nan) + " " }.joined())
             let memory = m["memory"] ?? .nan
+            let rawGet = m["raw"] ?? .nan
+            let added = (m["redis"] ?? .nan) - memory
+            print(label.padding(toLength: 7, withPad: " ", startingAt: 0) + measured.map { formatMicros(m[$0] ?? .nan) + " " }.joined()
+                  + formatMicros(added))
+            lines.append("redis.raw_get_us\(size.suffix)=\(String(format: "%.1f", rawGet * 1e6))")
+            lines.append("ratio.redis_hit_minus_memory_over_raw_get\(size.suffix)=\(formatRatio(added / rawGet))")
             lines.append("ratio.redis_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["redis"] ?? .nan) / memory))")
             lines.append("ratio.disk_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["disk"] ?? .nan) / memory))")
         }
@@ -151,51 +224,4 @@ enum RedisBench {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         return path.split(separator: ":").map { "\($0)/redis-server" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
-}
-
-/// A `redis-server` of the bench's own: 127.0.0.1, an ephemeral port, no persistence, killed
-/// at the end (it holds nothing worth keeping).
-private final class RedisProcess {
-    let port: Int
-    private let process = Process()
-
-    init(executable: String, directory: URL) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = freePort()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",
-                             "--logfile", directory.appendingPathComponent("redis.log").path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let store = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, retryDelay: 0))
-        let deadline = now() + 10
-        while (try? store.ping()) == nil {
-            guard now() < deadline, process.isRunning else {
-                stop()
-                throw CocoaError(.executableLoad)
-            }
-            usleep(10_000) // polling a server that is starting
-        }
-    }
-
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}
-
-/// A port nothing listens on now: bound to port 0, read back, closed.
-private func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

@@ -1,5 +1,5 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
-// `swift run -c release cache-bench [--quick] [--disk-hits-only] [--redis-only] [--redis-cluster-only]`. Times are medians of interleaved rounds.
+// `swift run -c release cache-bench [--quick] [--disk-hits-only] [--redis-only] [--redis-cluster-only] [--redis-variant V B N]`. Times are medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -110,6 +110,17 @@ if arguments.contains("--disk-hits-only") {
     print("")
     for line in diskHits.lines { print(line) }
     exit(diskHits.problems.isEmpty ? 0 : 1)
+}
+
+// `--redis-variant memory|disk|redis|raw BYTES COUNT`: one variant of the Redis part alone
+// (1024 or 102400 bytes), after the same warm-up, for a profiler.
+if let index = arguments.firstIndex(of: "--redis-variant"), arguments.count > index + 3,
+   let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]) {
+    let origin = try LoopbackOrigin()
+    let result = RedisBench.run(origin: origin, rounds: 1, only: .init(variant: arguments[index + 1], bytes: bytes, count: count))
+    origin.stop()
+    for problem in result.problems { print("problem: \(problem)") }
+    exit(result.problems.isEmpty ? 0 : 1)
 }
 
 // `--redis-only`: fresh hits from a Redis store against memory and disk stores.

@@ -121,7 +121,7 @@ struct CredentialPartitioningTests {
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
         Self.routeEcho(origin, header)
-        let cache = HTTPCache()
+        let cache = HTTPCache(now: TestClock().closure)
         let (a, b) = Self.sessions(cache, header: header, values: ("A-SECRET", "B-SECRET"))
         defer { a.finishTasksAndInvalidate(); b.finishTasksAndInvalidate() }
         #expect(try await fetch(a, origin.url("/me")).text == "for A-SECRET")
@@ -141,7 +141,7 @@ struct CredentialPartitioningTests {
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
         origin.routeVersioned("/shared")
-        let cache = HTTPCache()
+        let cache = HTTPCache(now: TestClock().closure)
         let (a, b) = Self.sessions(cache, header: header, values: ("one", "two"))
         defer { a.finishTasksAndInvalidate(); b.finishTasksAndInvalidate() }
         #expect(try await fetch(a, origin.url("/shared")).text == "v1")

@@ -274,7 +274,7 @@ struct HTTPSemanticsEndToEndTests {
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
         origin.route("/me") { request, _ in .init(text: "hello \(request.header("Authorization") ?? "anonymous")") }
-        let cache = HTTPCache()
+        let cache = HTTPCache(now: TestClock().closure)
         func session(_ token: String) -> URLSession {
             let configuration = URLSessionConfiguration.ephemeral
             configuration.httpAdditionalHeaders = ["Authorization": token]

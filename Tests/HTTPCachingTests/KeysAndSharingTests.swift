@@ -17,7 +17,7 @@ struct KeysAndSharingTests {
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
         origin.routeVersioned("/me")
-        let cache = HTTPCache()
+        let cache = HTTPCache(now: TestClock().closure)
         let installation = configuration.enableHTTPCaching(cache)
         let session = URLSession(configuration: configuration)
         defer { session.finishTasksAndInvalidate() }
@@ -74,9 +74,7 @@ struct KeysAndSharingTests {
         let slowConfiguration = URLSessionConfiguration.ephemeral
         slowConfiguration.enableHTTPCaching(slowCache)
         let slowSession = URLSession(configuration: slowConfiguration)
-        // An hour fresh: with the whole suite on two cores, the hit can come a minute after the
-        // miss, and a stale answer would say nothing about blocking.
-        let fastCache = HTTPCache(configuration: CacheConfiguration(windows: CacheWindows(fresh: 3600, usable: 7200)))
+        let fastCache = HTTPCache(now: TestClock().closure)
         let fastConfiguration = URLSessionConfiguration.ephemeral
         fastConfiguration.enableHTTPCaching(fastCache)
         let fastSession = URLSession(configuration: fastConfiguration)

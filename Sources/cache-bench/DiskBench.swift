@@ -71,9 +71,10 @@ struct DiskBench {
         return samples.mapValues(median)
     }
 
-    /// Seconds per store read and per plain-file read of the same bytes, reads only (for a
-    /// profiler: no writes in between).
-    func reads(bytes: Int, operations: Int) throws -> (store: Double, file: Double) {
+    /// Seconds per store read (on an I/O queue's terms: `entry(for:)`), per in-place store
+    /// read (`immediateEntry(for:)`, the bytes in the page cache) and per plain-file read of
+    /// the same bytes, reads only (for a profiler: no writes in between).
+    func reads(bytes: Int, operations: Int) throws -> (store: Double, inPlace: Double, file: Double) {
         let body = Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         let store = try DiskResponseStore(directory: directory.appendingPathComponent("reads-\(bytes)"), byteLimit: 1 << 30)
         defer { store.close() }
@@ -89,8 +90,14 @@ struct DiskBench {
         }
         let storeSeconds = (now() - start) / Double(operations)
         start = now()
+        for i in 0..<operations {
+            guard case .found(let read) = store.immediateEntry(for: keys[i % 8].key) else { preconditionFailure("not read in place") }
+            precondition(read.body.count == bytes)
+        }
+        let inPlaceSeconds = (now() - start) / Double(operations)
+        start = now()
         for i in 0..<operations { precondition(readPlain("\(plain)/\(i % 8)").count == bytes) }
-        return (storeSeconds, (now() - start) / Double(operations))
+        return (storeSeconds, inPlaceSeconds, (now() - start) / Double(operations))
     }
 
     /// Store reads per second, summed over two processes (this one and a copy of it started

@@ -1,5 +1,5 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
-// `swift run -c release cache-bench [--quick] [--redis-only] [--redis-cluster-only] [--redis-variant V B N]`. Times are medians of interleaved rounds.
+// `swift run -c release cache-bench [--quick] [--disk-hits-only] [--redis-only] [--redis-cluster-only] [--redis-variant V B N]`. Times are medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -57,7 +57,7 @@ if let index = arguments.firstIndex(of: "--disk-reads-only"), arguments.count > 
     let disk = DiskBench(rounds: 1)
     let result = try disk.reads(bytes: bytes, operations: operations)
     disk.cleanUp()
-    print("store_read: \(formatMicros(result.store)) µs\nfile_read: \(formatMicros(result.file)) µs")
+    print("store_read: \(formatMicros(result.store)) µs\nstore_read_in_place: \(formatMicros(result.inPlace)) µs\nfile_read: \(formatMicros(result.file)) µs")
     exit(0)
 }
 
@@ -76,6 +76,14 @@ if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
     print("\(variant) \(bytes): \(formatMicros((now() - start) / Double(count))) µs per request")
     exit(0)
 }
+// `--store-hits-only memory|disk|disk-io|tiered BYTES COUNT`: fresh hits from one store alone, for a profiler.
+if let index = arguments.firstIndex(of: "--store-hits-only"), arguments.count > index + 3,
+   let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]),
+   let result = try StoreHitBench.run(store: arguments[index + 1], bytes: bytes, count: count) {
+    print("\(arguments[index + 1]) \(bytes): \(formatMicros(result.micros / 1e6)) µs per hit")
+    for problem in result.problems { print("problem: \(problem)") }
+    exit(result.problems.isEmpty ? 0 : 1)
+}
 // `--stream-peak cache|plain|disk MEGABYTES`: one streaming download, in its own process.
 if let index = arguments.firstIndex(of: "--stream-peak"), arguments.count > index + 2, let megabytes = Int(arguments[index + 2]),
    let variant = TransparencyBench.StreamVariant(rawValue: arguments[index + 1]) {
@@ -92,6 +100,16 @@ if arguments.contains("--redis-cluster-only") {
     print("")
     for line in cluster.lines { print(line) }
     exit(cluster.problems.isEmpty ? 0 : 1)
+}
+
+// `--disk-hits-only`: fresh hits from a disk store, in place and on the I/O queue, against memory.
+if arguments.contains("--disk-hits-only") {
+    let origin = try LoopbackOrigin()
+    let diskHits = try DiskHitBench.run(origin: origin, rounds: rounds)
+    origin.stop()
+    print("")
+    for line in diskHits.lines { print(line) }
+    exit(diskHits.problems.isEmpty ? 0 : 1)
 }
 
 // `--redis-variant memory|disk|redis|raw BYTES COUNT`: one variant of the Redis part alone
@@ -223,6 +241,9 @@ print("\ndisk store reads of 1 KB entries with two processes reading one directo
 lines.append("rps.shared_disk_hit_2proc=\(Int(shared))")
 
 disk.cleanUp() // here, not in a defer: exit() below skips defer in top-level code
+let pageCachedHits = try DiskHitBench.run(origin: origin, rounds: rounds)
+lines += pageCachedHits.lines
+problems += pageCachedHits.problems
 let redis = RedisBench.run(origin: origin, rounds: rounds)
 lines += redis.lines
 let redisCluster = RedisClusterBench.run(origin: origin, rounds: rounds, total: total)

@@ -59,7 +59,7 @@ struct FieldFuzzer {
                 let end = min(characters.count, position + int(1...8))
                 characters.insert(contentsOf: characters[position..<end], at: position)
             case 4: characters += Array(", ") + Array(Self.seeds[int(0...(Self.seeds.count - 1))])
-            default: characters = characters.map { $0.isLetter && int(0...1) == 0 ? Character($0.uppercased()) : $0 }
+            default: characters = characters.flatMap { $0.isLetter && int(0...1) == 0 ? Array($0.uppercased()) : [$0] }
             }
         }
         return String(characters)

@@ -87,7 +87,13 @@ public final class DiskResponseStore: ResponseStore {
     let pending = DispatchGroup()
     private let handler = Mutex<(@Sendable ([CacheKey]) -> Void)?>(nil)
     /// The metadata of recently read entries, so reading one again skips parsing it.
-    private let decodedMetadata = MetadataCache()
+    let decodedMetadata = MetadataCache()
+    /// Whether reads are tried in place (`immediateEntry(for:)`): without a transform, on a
+    /// local disk file system of a kernel that can read without waiting; turned off the first
+    /// time it cannot.
+    let inPlaceReads: Atomic<Bool>
+    /// The entry files in-place reads keep open.
+    let openFiles = OpenEntryFiles()
 
     /// Opens (creating if needed) a store in `directory`, which other stores, in this process
     /// or others, may have open too.
@@ -125,6 +131,9 @@ public final class DiskResponseStore: ResponseStore {
         secret = try Self.loadSecret(files)
         maintenanceLock = FileHandleRef(fd: try files.openControlFile("maintenance.lock", O_RDWR))
         claimsFolder = try files.subdirectory("claims")
+        // A transform is code of the store's user (decompression, decryption): never run on
+        // Foundation's queue.
+        inPlaceReads = Atomic(transform == nil && NonBlockingFiles.isLocalDisk(files.fd))
         let journal = FileHandleRef(fd: try files.openControlFile("index.log", O_RDWR | O_APPEND))
         state = Mutex(State(journal: journal))
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
@@ -140,6 +149,7 @@ public final class DiskResponseStore: ResponseStore {
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         waitForMaintenance(timeout: 5)
+        openFiles.removeAll()
         flushAccesses()
         session?.remove()
         state.withLock { state in
@@ -203,48 +213,8 @@ public final class DiskResponseStore: ResponseStore {
         return info
     }
 
-    /// Reads and decodes the whole entry file `info` describes; nil for a miss (another key's
-    /// entry, or an older release's, which is removed). A damaged file is removed and reported.
-    private func readEntry(_ fd: Int32, info: stat, _ name: EntryName,
-                           expecting key: (key: CacheKey, bytes: [UInt8])) throws -> CacheEntry? {
-        let size = Int(info.st_size)
-        guard let buffer = malloc(max(size, 1)) else {
-            throw HTTPCachingError.io(operation: "read", path: files.path + "/" + name.fileName, errno: ENOMEM)
-        }
-        var owned = true // until a Data takes the buffer
-        defer { if owned { free(buffer) } }
-        let read = readAll(size) { done in Glibc.read(fd, buffer + done, size - done) }
-        do throws(EntryFileFormat.DecodeError) {
-            guard read == size else { throw .truncated }
-            let cached = decodedMetadata.get(name)
-            let (bodyLength, metadata) = try EntryFileFormat.decode(UnsafeRawBufferPointer(start: buffer, count: size),
-                                                                    expecting: key, reusing: cached)
-            if let metadata { decodedMetadata.set(name, metadata) }
-            let decoded = metadata ?? cached!
-            guard decoded.transform == transform?.name else { return nil } // another transform's entry: a miss
-            var entry = decoded.entry
-            entry.key = key.key
-            // The body is the first bytes of the buffer: handed out without a copy.
-            entry.body = Data(bytesNoCopy: buffer, count: bodyLength, deallocator: .free)
-            owned = false
-            if let transform { entry.body = try decodeBody(entry.body, transform, name) }
-            return entry
-        } catch .keyMismatch {
-            return nil // another key's entry: a miss, and its file stays
-        } catch .transformFailed(let reason) {
-            throw HTTPCachingError.unavailable(reason: reason) // a store failure: the entry stays
-        } catch .unsupportedVersion {
-            files.unlink(name.fileName, ifStill: info) // an older release's entry: a miss
-            forget(name)
-            return nil
-        } catch {
-            files.unlink(name.fileName, ifStill: info)
-            throw removedAsCorrupt(name, key.key, reason: error.description)
-        }
-    }
-
     /// Counts a read as a use: in the index now, in the journal with the next batch.
-    private func recordRead(of name: EntryName, _ entry: CacheEntry) {
+    func recordRead(of name: EntryName, _ entry: CacheEntry) {
         let wantsFlush = state.withLock { state -> Bool in
             switch state.index.touch(name, ifGeneration: entry.generation) {
             case .touched: break
@@ -284,15 +254,6 @@ public final class DiskResponseStore: ResponseStore {
             throw HTTPCachingError.io(operation: "write", path: files.path + "/" + temporary, errno: errno)
         }
         return try install(temporary, as: name, IndexEntry(entry))
-    }
-
-    /// A body decoded by the store's transform; its failure is the read's (never a wrong body).
-    private func decodeBody(_ stored: Data, _ transform: any StoreTransform, _ name: EntryName) throws(EntryFileFormat.DecodeError) -> Data {
-        do {
-            return try transform.decode(stored)
-        } catch {
-            throw .transformFailed("\(transform.name): \(error)")
-        }
     }
 
     /// A name for a file being written: this process's id (so an abandoned one is recognised)
@@ -374,7 +335,7 @@ public final class DiskResponseStore: ResponseStore {
         if known { append([.remove(name)]) }
     }
 
-    private func removedAsCorrupt(_ name: EntryName, _ key: CacheKey, reason: String) -> HTTPCachingError {
+    func removedAsCorrupt(_ name: EntryName, _ key: CacheKey, reason: String) -> HTTPCachingError {
         forget(name)
         return .corruptEntry(key: key, reason: reason)
     }

@@ -22,8 +22,10 @@ public protocol ResponseStore: Sendable {
     ///   store's own error when it cannot answer.
     func entry(for key: CacheKey) throws -> CacheEntry?
 
-    /// The entry for a key if the store can answer without waiting on I/O (from memory), so
-    /// a hit can be answered on the caller's thread. The default is `.needsIO`.
+    /// The entry for a key if the store can answer without waiting on I/O (from memory, or
+    /// for `DiskResponseStore` from bytes the kernel holds in memory), so a hit can be answered
+    /// on the caller's thread, Foundation's shared queue: it must never block. The default is
+    /// `.needsIO`.
     func immediateEntry(for key: CacheKey) -> ImmediateLookup
 
     /// Stores an entry under its key, replacing any earlier one, evicting others as the
@@ -100,7 +102,7 @@ public protocol ResponseStore: Sendable {
 
 /// What `ResponseStore.immediateEntry(for:)` found without waiting on I/O.
 public enum ImmediateLookup: Sendable, Equatable {
-    /// The entry, from memory.
+    /// The entry, read without waiting (from memory, or from the page cache).
     case found(CacheEntry)
     /// Certainly not stored.
     case absent

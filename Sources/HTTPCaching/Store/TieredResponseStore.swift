@@ -136,10 +136,20 @@ public final class TieredResponseStore: ResponseStore {
     /// - Throws: what the back store throws.
     public func entryInfos() throws -> [StoredEntryInfo] { try back.entryInfos() }
 
-    /// From memory if there; else only a read of the back store can tell.
+    /// From memory if there; else what the back store can tell without waiting (a disk
+    /// store's entry whose bytes are in the page cache, then kept in memory too, under the
+    /// same rule as `entry(for:)`).
     public func immediateEntry(for key: CacheKey) -> ImmediateLookup {
         if case .found(let entry) = memory.immediateEntry(for: key) { return .found(entry) }
-        return back.immediateEntry(for: key)
+        let stripe = Shared.stripe(of: key)
+        let before = shared.versions.withLock { $0[stripe] }
+        let answer = back.immediateEntry(for: key)
+        if case .found(let entry) = answer {
+            shared.versions.withLock { versions in
+                if versions[stripe] == before { memory.write(entry) }
+            }
+        }
+        return answer
     }
 
     /// The back store's limit.

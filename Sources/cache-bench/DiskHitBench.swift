@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPCaching
+import LoopbackOrigin
+
+/// Fresh hits through a caching URLSession from a memory store (the anchor), from a disk store
+/// whose entries are in the page cache (read in place, on Foundation's queue), and from the
+/// same disk store read only on the I/O queue (what a hit cost before in-place reads, and what
+/// one whose bytes are not in memory pays besides the disk's own time), interleaved round by
+/// round.
+enum DiskHitBench {
+    static let sizes = [(suffix: "", bytes: 1024, requests: 400), (suffix: "_100k", bytes: 100 * 1024, requests: 150)]
+    static let variants = ["memory", "disk", "disk-io"]
+    static let hotKeys = 8
+
+    /// Prints the table and returns the `ratio.` lines and any problems (requests that failed,
+    /// reached the origin or were not fresh hits).
+    static func run(origin: LoopbackOrigin, rounds: Int) throws -> (lines: [String], problems: [String]) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-disk-hits-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try DiskResponseStore(directory: directory, byteLimit: 1 << 30)
+        defer { disk.close() }
+        let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk,
+                                                   "disk-io": IOQueueOnlyStore(disk)]
+        // Anything but a fresh hit during the measured rounds is reported with its reason.
+        let measuring = Atomic<Bool>(false)
+        let unexpected = Mutex<Set<String>>([])
+        var observations: [CacheObservation] = []
+        defer { observations.forEach { $0.cancel() } }
+        var sessions: [String: URLSession] = [:]
+        for (name, store) in stores {
+            // The two disk variants share one store, so they answer from the same files.
+            let cache = HTTPCache(configuration: CacheConfiguration(windows: CacheWindows(fresh: 3600, usable: 7200)), store: store)
+            observations.append(cache.observe { event in
+                guard measuring.load(ordering: .relaxed) else { return }
+                guard event.kind != .served(.fresh), event.kind != .stored else { return }
+                unexpected.withLock { _ = $0.insert("disk hits \(name): \(event.kind)") }
+            })
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.enableHTTPCaching(cache)
+            sessions[name] = URLSession(configuration: configuration)
+        }
+        defer { sessions.values.forEach { $0.finishTasksAndInvalidate() } }
+        var problems: [String] = []
+        for size in sizes {
+            origin.route("/disk-hits/\(size.bytes)", response: .init(headers: [("Content-Type", "application/octet-stream")],
+                                                                      body: Data((0..<size.bytes).map { UInt8(truncatingIfNeeded: $0 &* 11) })))
+            for variant in ["memory", "disk"] {
+                for k in 0..<hotKeys where get(sessions[variant]!, url(origin, size.bytes, k)) != size.bytes {
+                    problems.append("disk hits \(variant) \(size.bytes): a warm-up request failed")
+                }
+            }
+        }
+        measuring.store(true, ordering: .relaxed)
+        let samples = sample(sessions, origin: origin, rounds: rounds, problems: &problems)
+        measuring.store(false, ordering: .relaxed)
+        problems += unexpected.withLock { $0 }
+        return report(samples, rounds: rounds, problems: problems)
+    }
+
+    private static func url(_ origin: LoopbackOrigin, _ size: Int, _ i: Int) -> URL {
+        origin.url("/disk-hits/\(size)?k=\(i % hotKeys)")
+    }
+
+    /// Seconds per request, by size suffix and variant, one sample per round, the variants in a
+    /// new order each round.
+    private static func sample(_ sessions: [String: URLSession], origin: LoopbackOrigin, rounds: Int,
+                               problems: inout [String]) -> [String: [String: [Double]]] {
+        var samples: [String: [String: [Double]]] = [:]
+        for _ in 0..<rounds {
+            for size in sizes {
+                for variant in variants.shuffled() {
+                    let before = origin.requestCount()
+                    let start = now()
+                    for i in 0..<size.requests where get(sessions[variant]!, url(origin, size.bytes, i)) != size.bytes {
+                        problems.append("disk hits \(variant) \(size.bytes): a request failed")
+                    }
+                    samples[size.suffix, default: [:]][variant, default: []].append((now() - start) / Double(size.requests))
+                    if origin.requestCount() != before { problems.append("disk hits \(variant) \(size.bytes): reached the origin") }
+                }
+            }
+        }
+        return samples
+    }
+
+    private static func report(_ samples: [String: [String: [Double]]], rounds: Int, problems: [String]) -> (lines: [String], problems: [String]) {
+        print("\nfresh hits, microseconds per request (median of \(rounds) interleaved rounds; sequential requests)")
+        print("body     memory    disk, in place  disk, I/O queue")
+        var lines: [String] = []
+        for size in sizes {
+            let m = (samples[size.suffix] ?? [:]).mapValues(median)
+            let memory = m["memory"] ?? .nan
+            let label = size.bytes >= 100 * 1024 ? "100 KB" : "1 KB"
+            print(label.padding(toLength: 7, withPad: " ", startingAt: 0) + formatMicros(memory) + "   "
+                  + formatMicros(m["disk"] ?? .nan) + "       " + formatMicros(m["disk-io"] ?? .nan))
+            lines.append("ratio.disk_hit_in_place_over_memory_hit\(size.suffix)=\(formatRatio((m["disk"] ?? .nan) / memory))")
+            lines.append("ratio.disk_hit_io_queue_over_memory_hit\(size.suffix)=\(formatRatio((m["disk-io"] ?? .nan) / memory))")
+        }
+        let unique = Array(Set(problems)).sorted()
+        if !unique.isEmpty {
+            print("disk hit problems (the numbers above are suspect):")
+            for problem in unique { print("  \(problem)") }
+        }
+        return (lines, unique)
+    }
+}
+
+/// A store answering everything from another, except that it never answers in place: every
+/// lookup is read on the cache's I/O queue, as a disk store's were before in-place reads.
+final class IOQueueOnlyStore: ResponseStore {
+    let inner: any ResponseStore
+
+    init(_ inner: any ResponseStore) {
+        self.inner = inner
+    }
+
+    func entry(for key: CacheKey) throws -> CacheEntry? { try inner.entry(for: key) }
+    @discardableResult
+    func write(_ entry: CacheEntry) throws -> StoreWriteResult { try inner.write(entry) }
+    func makeWriter(for key: CacheKey) throws -> any ResponseStoreWriter { try inner.makeWriter(for: key) }
+    func removeEntry(for key: CacheKey) throws { try inner.removeEntry(for: key) }
+    func removeEntries(where predicate: (StoredEntryInfo) -> Bool, progress: (RemovalProgress) -> Void) throws {
+        try inner.removeEntries(where: predicate, progress: progress)
+    }
+    func entryInfos() throws -> [StoredEntryInfo] { try inner.entryInfos() }
+    var maxEntrySize: Int { inner.maxEntrySize }
+    func partitionSecret() throws -> [UInt8] { try inner.partitionSecret() }
+    func claimRefresh(of key: CacheKey, lease: TimeInterval) -> Bool { inner.claimRefresh(of: key, lease: lease) }
+    func releaseRefresh(of key: CacheKey) { inner.releaseRefresh(of: key) }
+}

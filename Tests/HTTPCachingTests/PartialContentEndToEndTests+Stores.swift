@@ -147,3 +147,23 @@ extension PartialContentEndToEndTests {
         #expect(h.origin.requests(for: "/media").last?.header("If-None-Match") == "\"v1\"")
     }
 }
+
+extension PartialContentEndToEndTests {
+    @Test("one disk-backed cache combining parts and serving from them at once (the in-place hit path reads the rewritten entry)")
+    func diskStoreInProcess() async throws {
+        let directory = TemporaryDirectory()
+        let body = Self.representation(4096)
+        let h = try Harness(configuration: Self.partial, store: try DiskResponseStore(directory: directory.url))
+        h.origin.routeRanged("/media", representation: body, etag: "\"v1\"", fields: [("Cache-Control", "max-age=3600")])
+        #expect(try await Self.ranged(h, "bytes=0-99").data == body.subdata(in: 0..<100))
+        #expect(try await Self.ranged(h, "bytes=10-19").data == body.subdata(in: 10..<20))
+        #expect(try await Self.ranged(h, "bytes=100-199").data == body.subdata(in: 100..<200))
+        let across = try await Self.ranged(h, "bytes=50-149")
+        #expect(across.status == .fresh && across.data == body.subdata(in: 50..<150))
+        let whole = try await Self.ranged(h, nil)
+        #expect(whole.response.statusCode == 200 && whole.data == body)
+        #expect(try await Self.ranged(h, nil).status == .fresh)
+        #expect(try await Self.ranged(h, "bytes=4000-").data == body.subdata(in: 4000..<4096))
+        #expect(h.origin.requestCount("/media") == 3)
+    }
+}

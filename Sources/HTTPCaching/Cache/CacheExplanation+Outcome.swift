@@ -77,6 +77,7 @@ extension CacheExplanation {
         var network = plan.validate ? "a conditional request ("
             + (facts.entry.map { Validation.conditionalHeaders(for: $0).keys.sorted().joined(separator: ", ") } ?? "") + ")" : "a request"
         if plan.passThrough { network += ", passed through untouched" }
+        if plan.completesPart { network = "a request for the bytes the stored parts lack (Range, If-Range)" }
         var summary: String
         switch plan.reason {
         case .uriMiss, .varyMiss, .miss: summary = "miss: fetched from the origin"
@@ -87,6 +88,7 @@ extension CacheExplanation {
         case .partial: summary = "miss: the stored part cannot answer; fetched from the origin"
         }
         if plan.validate { summary += "; a 304 serves the stored body as revalidated" }
+        if plan.completesPart { summary = "miss: the stored parts lack bytes; those are fetched, and the whole is served once they complete it" }
         if let entry = facts.entry { reasons += entryReasons(plan, entry: entry, facts) }
         if plan.storesPart {
             reasons.append("a 206 that comes back is stored as a part (storesPartialContent), combined with the stored parts when they share a strong validator")

@@ -92,6 +92,9 @@ struct FetchOptions: Equatable {
     /// Whether each request's body is part of its key (`URLRequest.keysBody`), `--key-body`: a
     /// POST is then cached as a QUERY is.
     var keysBody = false
+    /// Whether 206 answers are stored as parts (`CacheConfiguration.storesPartialContent`),
+    /// `--partial`; the embedded origin then answers GETs with ranges of a 64 KiB file.
+    var storesPartialContent = false
 }
 
 /// A request header field, `-H 'Name: value'`.
@@ -143,6 +146,7 @@ extension DemoCommand {
             if argument == "--json" { parsed.options.json = true; parsed.explain.json = true; continue }
             if explaining && argument == "--fetch-first" { parsed.explain.fetchFirst = true; continue }
             if !explaining && argument == "--key-body" { parsed.options.keysBody = true; continue }
+            if !explaining && argument == "--partial" { parsed.options.storesPartialContent = true; continue }
             if !explaining && (argument == "--stats" || argument.hasPrefix("--stats=")) {
                 try parsed.setStats(argument, next: &rest)
                 continue

@@ -10,10 +10,15 @@ enum DemoOrigin {
     /// Starts an origin answering `path`, whatever the method, with what it received and how
     /// many requests it has had: `QUERY /search {"q":1} (origin request 1)`, `Cache-Control:
     /// max-age=60` and an `ETag` of the method and body, answering 304 when `If-None-Match`
-    /// names it. Nil (the reason printed) if it cannot start.
-    static func start(path: String) -> LoopbackOrigin? {
+    /// names it; with `ranged` (`--partial`), a GET gets `mediaFile` instead, a `Range` answered
+    /// with 206 or 416 (`LoopbackOrigin.rangedResponse`). Nil (the reason printed) if it cannot start.
+    static func start(path: String, ranged: Bool = false) -> LoopbackOrigin? {
         guard let origin = make() else { return nil }
         origin.route(path) { request, hit in
+            if ranged && request.method == "GET" {
+                return LoopbackOrigin.rangedResponse(to: request, representation: mediaFile, etag: "\"\(fingerprint(mediaFile))\"",
+                                                     fields: [("Content-Type", "text/plain"), ("Cache-Control", "max-age=60")])
+            }
             let etag = "\"\(fingerprint(Data(request.method.utf8) + [0] + request.body))\""
             if request.header("If-None-Match") == etag { return .init(status: 304, headers: [("ETag", etag)]) }
             let body = request.body.isEmpty ? "" : " " + String(decoding: request.body, as: UTF8.self)
@@ -22,6 +27,10 @@ enum DemoOrigin {
         }
         return origin
     }
+
+    /// What `--partial` serves: 64 KiB of numbered lines (`line 0001 of 2048` and so on,
+    /// 32 bytes each), the same in every run.
+    static let mediaFile = Data((1...2048).map { String(format: "line %04d of 2048 -------------\n", $0) }.joined().utf8)
 
     /// A key rewriter that names the origin `demo-origin` instead of `127.0.0.1:<port>`: the
     /// port changes from run to run, and a second run over a disk store finds the first run's

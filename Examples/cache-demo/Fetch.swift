@@ -20,13 +20,14 @@ enum FetchCommand {
         }
         var origin: LoopbackOrigin?
         if options.usesEmbeddedOrigin {
-            guard let started = DemoOrigin.start(path: options.url.path) else { return 1 }
+            guard let started = DemoOrigin.start(path: options.url.path, ranged: options.storesPartialContent) else { return 1 }
             origin = started
         }
         defer { origin?.stop() }
         let url = origin?.url(options.url.relativeString) ?? options.url
         guard let cache = Runner.makeCache(store: options.store, windows: options.windows, policy: options.policy,
-                                           keyRewriter: origin.map { DemoOrigin.stableKeys(port: $0.port) }) else { return 1 }
+                                           keyRewriter: origin.map { DemoOrigin.stableKeys(port: $0.port) },
+                                           storesPartialContent: options.storesPartialContent) else { return 1 }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.enableHTTPCaching(cache)
         let runner = Runner(session: URLSession(configuration: configuration))

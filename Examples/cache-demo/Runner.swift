@@ -33,9 +33,11 @@ struct Row {
 struct Runner {
     /// A cache on the store the command line chose; nil (with a message) if it cannot be opened.
     static func makeCache(store choice: StoreChoice, windows: CacheWindows, policy: CachingPolicy,
-                          keyRewriter: (@Sendable (CacheKey, URLRequest) -> CacheKey)? = nil) -> HTTPCache? {
+                          keyRewriter: (@Sendable (CacheKey, URLRequest) -> CacheKey)? = nil,
+                          storesPartialContent: Bool = false) -> HTTPCache? {
         do {
-            let configuration = CacheConfiguration(windows: windows, keyRewriter: keyRewriter, policy: policy)
+            let configuration = CacheConfiguration(windows: windows, keyRewriter: keyRewriter, policy: policy,
+                                                   storesPartialContent: storesPartialContent)
             return HTTPCache(configuration: configuration, store: try choice.makeStore())
         } catch {
             Output.error("cannot open the store: \(error)")

@@ -52,6 +52,9 @@ extension DemoCommand {
                           unless -H gives one, as curl sends it; the type is part of the key
       --key-body          key each request by its body (URLRequest.keysBody), so a POST is
                           cached (never revalidated: only QUERY is); QUERY needs no flag
+      --partial           store 206 answers as parts and combine them (storesPartialContent);
+                          the embedded origin then serves a 64 KiB file with ranges:
+                          -H 'Range: bytes=0-99' asks for one
       --json              one JSON object per request and per event, instead of a table
       --stats[=FORMAT]    at the end, the cache's statistics: a table (FORMAT table, the
                           default), or the Prometheus text format (FORMAT prometheus); with

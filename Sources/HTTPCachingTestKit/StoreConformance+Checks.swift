@@ -26,6 +26,11 @@ extension StoreConformance {
                                 body: Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }), storedAt: Self.base)
         try store.write(binary)
         c.expect(try store.entry(for: binary.key)?.body == binary.body, "a 70 KB binary body did not read back whole")
+        // A partial entry: its spans read back with it, or the body would be taken for the whole.
+        var partial = Self.entry("/partial", body: "abcdeklmno", headers: ["ETag": "\"p\""], statusCode: 206)
+        partial.partialContent = PartialContent(completeLength: 26, spans: [0..<5, 10..<15])
+        try store.write(partial)
+        c.expect(try store.entry(for: partial.key) == partial, "a partial entry did not read back with its spans")
     }
 
     func writesInParts(_ c: inout Context) throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import LoopbackOrigin
+@testable import cache_demo
 
 /// `cache-demo fetch` with bodies, run as a program: what it printed, how it exited, and what
 /// the origin received.
@@ -40,6 +41,21 @@ struct DemoFetchProcessTests {
         #expect(received.map(\.method) == ["QUERY", "QUERY"])
         #expect(received.map { String(decoding: $0.body, as: UTF8.self) } == [#"{"q":1}"#, #"{"q":2}"#])
         #expect(received.allSatisfy { $0.header("Content-Type") == "application/x-www-form-urlencoded" })
+    }
+
+    @Test("--partial: three runs over one disk store, each a range of the embedded origin's file; the third is held by the first two's parts")
+    func partialRuns() async throws {
+        let directory = TemporaryDirectory()
+        var rows: [[String: Any]] = []
+        for range in ["bytes=0-99", "bytes=100-199", "bytes=50-149"] {
+            let run = try await DemoProcessTests.run(["fetch", "/movie", "--partial", "-H", "Range: \(range)",
+                                                      "--store", "disk:\(directory.url.path)", "--json"])
+            #expect(run.status == 0, "\(run.errors)")
+            rows += Self.objects(run).objects.filter { $0["n"] != nil }
+        }
+        #expect(rows.map { $0["cache"] as? String } == ["miss", "miss", "fresh"])
+        #expect(rows.allSatisfy { $0["status"] as? Int == 206 && $0["bytes"] as? Int == 100 })
+        #expect(DemoCommand.usage.contains("--partial"))
     }
 
     @Test("POST passes through unless --key-body keys it; then the same body is a hit")

@@ -67,6 +67,16 @@ public struct CacheConfiguration: Sendable {
     /// The key rewriter applies first. False stores every response under its own URL. The
     /// default is true.
     public var honorsNoVarySearch: Bool
+    /// Whether `206 (Partial Content)` answers to single-range GETs are stored as parts of
+    /// their representation (RFC 9111 section 3.3) and combined with the parts stored when they
+    /// share a strong validator (section 3.4), so a range the parts hold is served from the
+    /// store (206) and the whole once they hold all of it (200). Off, every 206 passes through
+    /// and nothing of it is stored. The default is false.
+    public var storesPartialContent: Bool
+    /// The most spans (runs of bytes with gaps between them) a partial entry holds; a part
+    /// that would make more is not stored (`NotStoredReason.tooManySpans`). At least 1. The
+    /// default is 16.
+    public var maxPartialSpans: Int
 
     /// A configuration with the given parts; every argument has the default above.
     public init(windows: CacheWindows = .standard,
@@ -84,7 +94,9 @@ public struct CacheConfiguration: Sendable {
                 cacheName: String = "HTTPCaching",
                 bodyKeying: BodyKeying = .query,
                 sharedFillLease: TimeInterval? = 15,
-                honorsNoVarySearch: Bool = true) {
+                honorsNoVarySearch: Bool = true,
+                storesPartialContent: Bool = false,
+                maxPartialSpans: Int = 16) {
         self.windows = windows
         self.storableStatusCodes = storableStatusCodes
         self.keyRewriter = keyRewriter
@@ -101,6 +113,8 @@ public struct CacheConfiguration: Sendable {
         self.bodyKeying = bodyKeying
         self.sharedFillLease = sharedFillLease
         self.honorsNoVarySearch = honorsNoVarySearch
+        self.storesPartialContent = storesPartialContent
+        self.maxPartialSpans = max(1, maxPartialSpans)
     }
 }
 

@@ -163,7 +163,15 @@ extension CacheExplanation {
                      age: age, ageSource: ageSource, lifetime: lifetime, lifetimeSource: lifetimeSource,
                      ttl: lifetime.map { $0 - age }, cacheControl: entry.header("Cache-Control"), validators: validators,
                      vary: vary, variantsStored: vary.isEmpty ? nil : max(variants.count, 1),
-                     storable: storable, storage: storage, noVarySearch: match)
+                     storable: storable, storage: storage, noVarySearch: match,
+                     partialContent: entry.partialContent.map(describe))
+    }
+
+    /// What a partial entry holds, in words: its spans as inclusive byte positions.
+    static func describe(_ parts: PartialContent) -> String {
+        let spans = parts.spans.map { "\($0.lowerBound)-\($0.upperBound - 1)" }.joined(separator: ", ")
+        return "bytes \(spans) of \(parts.completeLength) (\(parts.storedBytes) bytes in \(parts.spans.count) span"
+            + (parts.spans.count == 1 ? ")" : "s)")
     }
 
     /// Whether a stored response would be stored as it is under the configuration in force,
@@ -171,7 +179,12 @@ extension CacheExplanation {
     private static func storability(of entry: CacheEntry, policy: CachingPolicy, credentialed: Bool,
                                     cache: CacheEngine) -> (Bool, String) {
         let configuration = cache.configuration
-        let head = ResponseHead(statusCode: entry.statusCode, headers: entry.headers, url: entry.url)
+        let partial = entry.partialContent != nil
+        if partial && !configuration.storesPartialContent {
+            return (false, "it is a part, and storesPartialContent is false: 206 answers pass through")
+        }
+        // A part is stored as its representation, a 200, would be.
+        let head = ResponseHead(statusCode: partial ? 200 : entry.statusCode, headers: entry.headers, url: entry.url)
         if let reason = Storability.reasonNotToStore(method: "GET", response: head, policy: policy, credentialed: credentialed,
                                                      configuration: configuration) {
             return (false, reason.description)
@@ -181,7 +194,9 @@ extension CacheExplanation {
         }
         let directives = CacheControl(entry.header("Cache-Control"))
         var parts: [String] = []
-        if policy == .httpSemantics {
+        if partial {
+            parts.append("a part of a 200 (storesPartialContent), combined with later parts that share its strong validator")
+        } else if policy == .httpSemantics {
             if Freshness.isExplicitlyCacheable(header: entry.header) {
                 parts.append("status \(entry.statusCode) with explicit freshness (max-age, Expires, public or private)")
             } else {

@@ -77,6 +77,7 @@ extension CacheExplanation {
         var network = plan.validate ? "a conditional request ("
             + (facts.entry.map { Validation.conditionalHeaders(for: $0).keys.sorted().joined(separator: ", ") } ?? "") + ")" : "a request"
         if plan.passThrough { network += ", passed through untouched" }
+        if plan.completesPart { network = "a request for the bytes the stored parts lack (Range, If-Range)" }
         var summary: String
         switch plan.reason {
         case .uriMiss, .varyMiss, .miss: summary = "miss: fetched from the origin"
@@ -84,13 +85,18 @@ extension CacheExplanation {
         case .bypass: summary = "bypass: passed to the origin untouched"
         case .request: summary = "expired: the request's own directives send it to the origin"
         case .stale: summary = "expired: fetched again"
+        case .partial: summary = "miss: the stored part cannot answer; fetched from the origin"
         }
         if plan.validate { summary += "; a 304 serves the stored body as revalidated" }
+        if plan.completesPart { summary = "miss: the stored parts lack bytes; those are fetched, and the whole is served once they complete it" }
         if let entry = facts.entry { reasons += entryReasons(plan, entry: entry, facts) }
+        if plan.storesPart {
+            reasons.append("a 206 that comes back is stored as a part (storesPartialContent), combined with the stored parts when they share a strong validator")
+        }
         if !plan.store && !plan.passThrough && plan.reason != .bypass { reasons.append("the answer is not stored (the request says no-store)") }
         return Outcome(action: "forward", cacheStatus: plan.status, network: network, forwardReason: plan.reason.rawValue,
                        cacheStatusField: CacheStatusField.member(disposition, cacheName: facts.configuration.cacheName),
-                       stores: plan.store && !plan.passThrough, fallback: plan.fallback, summary: summary)
+                       stores: plan.store && (!plan.passThrough || plan.storesPart), fallback: plan.fallback, summary: summary)
     }
 
     /// Why a stored entry did not answer, and what becomes of it.
@@ -120,8 +126,8 @@ extension CacheExplanation {
         if plan.discardEntry {
             reasons.append("the entry is of no more use (past every window, nothing to validate it with): removed before the request")
         }
-        if plan.passThrough && (facts.method == "HEAD" || plan.status == .bypass) && plan.reason != .bypass {
-            reasons.append("a HEAD or a range is answered from the store only from a fresh, complete entry")
+        if plan.passThrough && (facts.method == "HEAD" || plan.status == .bypass) && plan.reason != .bypass && plan.reason != .partial {
+            reasons.append("a HEAD or a range is answered from the store only from a fresh entry that holds it")
         }
         return reasons
     }
@@ -158,7 +164,18 @@ extension DecisionNote {
         case .reloadRequested: "URLRequest.cachePolicy reloads from the origin"
         case .anyAgeAnswers(let policy): "\(policy): any stored entry answers, whatever its age"
         case .headOnlyWhileFresh: "a HEAD is answered from the store only while the entry is fresh"
-        case .rangeOnlyFromFreshEntry: "a range is answered from the store only from a fresh, complete entry"
+        case .rangeOnlyFromFreshEntry: "a range is answered from the store only from a fresh entry that holds it"
+        case .partialEntryInconsistent: "the stored partial entry's spans and body disagree: it is removed, and the request is a miss"
+        case .partialEntryAnswersNoHead:
+            "a HEAD is not answered from a partial entry (a 206 need not carry every field a 200 would): it goes to the origin, and the entry stays"
+        case .partialEntryNotWhole: "the stored entry holds only part of the representation: the whole is fetched, and replaces it"
+        case .partialEntryCompleted:
+            "the stored entry holds only part of the representation: the bytes it lacks are asked for (Range and If-Range), and the whole is served once they complete it"
+        case .partialEntryHoldsRange: "the partial entry holds every byte of the range"
+        case .partialEntryStale: "the partial entry holds the range but is not fresh"
+        case .partialEntryMissesRange(let combines):
+            "the partial entry does not hold every byte of the range"
+                + (combines ? "; a 206 that shares its strong validator is combined with it" : "")
         case .mustReachOriginButNoNetwork: "the entry may not answer without the origin, and the request forbids the network"
         }
     }

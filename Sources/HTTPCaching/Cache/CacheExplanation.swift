@@ -67,6 +67,9 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
         public let storage: String
         /// The `No-Vary-Search` it was stored under; nil when it was stored under its own URL.
         public let noVarySearch: NoVarySearchMatch?
+        /// For a partial entry, what it holds of the representation: `bytes 0-499, 1000-1499 of
+        /// 5000 (1000 bytes in 2 spans)`; nil for a whole one.
+        public let partialContent: String?
     }
 
     /// How an entry stored under its response's `No-Vary-Search` answers the request.
@@ -156,6 +159,7 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
             + (policy == .httpSemantics ? "; freshness comes from the response under this policy" : ""))
         if let entry {
             row("entry", "status \(entry.statusCode), \(entry.bodyBytes) bytes, stored \(entry.storedAt)")
+            if let partialContent = entry.partialContent { more("partial: \(partialContent)") }
             more("age \(Self.seconds(entry.age)) (\(entry.ageSource))")
             if let lifetime = entry.lifetime {
                 var text = "lifetime \(Self.seconds(lifetime))"

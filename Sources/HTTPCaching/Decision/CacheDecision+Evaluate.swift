@@ -24,6 +24,22 @@ enum DecisionNote: Sendable, Equatable {
     /// The body is part of the key (`BodyKeying`); `validates`: a stale entry is revalidated
     /// (QUERY), else fetched again (a conditional POST would be answered 412, never 304).
     case bodyKeyed(method: String, validates: Bool)
+    /// A partial entry whose spans and body disagree: removed, the request a miss.
+    case partialEntryInconsistent
+    /// A HEAD on a partial entry: to the origin, the entry kept.
+    case partialEntryAnswersNoHead
+    /// A request for the whole on a partial entry: fetched whole, replacing it.
+    case partialEntryNotWhole
+    /// A request for the whole on a partial entry with a strong validator: only the bytes it
+    /// lacks are asked for.
+    case partialEntryCompleted
+    /// A fresh partial entry holds every byte of the range.
+    case partialEntryHoldsRange
+    /// The partial entry holds the range but is not fresh.
+    case partialEntryStale
+    /// The partial entry does not hold every byte of the range; `combines`: a part that
+    /// comes back is combined with it.
+    case partialEntryMissesRange(combines: Bool)
 }
 
 extension CacheDecision {
@@ -58,6 +74,9 @@ extension CacheDecision {
         var range: String?
         /// A keyed body's method other than QUERY: a stale entry is never revalidated.
         var neverValidates = false
+        /// A single `bytes` range of a GET that may be stored, with `storesPartialContent` on:
+        /// a 206 answer is stored as a part.
+        var storesParts = false
 
         init(_ request: URLRequest, headers: RequestHeaders, method: String, policy: CachingPolicy) {
             self.method = method
@@ -74,7 +93,8 @@ extension CacheDecision {
 
         /// A forward plan adjusted for a HEAD or a range request.
         func adjusted(_ plan: ForwardPlan) -> ForwardPlan {
-            method == "HEAD" || range != nil ? headOrRangeForward(plan) : plan
+            if storesParts && method == "GET" { return partForward(plan) }
+            return method == "HEAD" || range != nil ? headOrRangeForward(plan) : plan
         }
     }
 
@@ -101,12 +121,18 @@ extension CacheDecision {
         }
         var facts = RequestFacts(request, headers: headers, method: method, policy: policy)
         facts.neverValidates = method != sent && sent != "QUERY"
+        facts.storesParts = configuration.storesPartialContent && facts.store && method == sent
+            && facts.range.map { ByteRange.resolve($0, length: .max) != .unsupported } == true
         guard let entry else { return withoutEntry(facts, otherVariant: otherVariant, policy: policy) }
         if facts.reload {
             let plan = facts.adjusted(ForwardPlan(status: .expired, reason: .request, store: facts.store, replacesEntry: true))
             return Evaluation(.forward(plan), policy: policy, .reloadRequested)
         }
         let windows = windows(for: request, entry: entry, default: configuration.windows)
+        if entry.partialContent != nil || entry.statusCode == 206 {
+            return evaluatePartial(entry, facts, request: request, policy: policy, windows: windows, now: now,
+                                   configuration: configuration)
+        }
         if policy == .cacheFirst || policy == .cacheOnly {
             return anyAge(entry, facts, policy: policy, windows: windows, now: now)
         }
@@ -199,7 +225,7 @@ extension CacheDecision {
     }
 
     /// The policy's verdict on `entry`; nil for a policy with no rule.
-    private static func judge(_ entry: CacheEntry, _ facts: RequestFacts, request: URLRequest, policy: CachingPolicy,
+    static func judge(_ entry: CacheEntry, _ facts: RequestFacts, request: URLRequest, policy: CachingPolicy,
                               windows: CacheWindows, now: Date, configuration: CacheConfiguration) -> Judgement? {
         let age = entry.age(at: now)
         let servedAge = servedAge(of: entry, policy: policy, now: now)
@@ -252,8 +278,10 @@ extension CacheDecision {
             }
             guard let form = serveForm(method: facts.method, range: facts.range, entry: entry), status == .fresh || facts.range == nil else {
                 // RFC 9211: a fresh entry the range cannot use is `request`; a stale one, `stale`.
-                let plan = ForwardPlan(status: .expired, reason: status == .fresh ? .request : .stale)
-                return Evaluation(.forward(headOrRangeForward(plan)), .rangeOnlyFromFreshEntry)
+                let validate = status == .stale && facts.storesParts && Validation.hasValidator(entry) && !facts.neverValidates
+                let plan = ForwardPlan(status: .expired, reason: status == .fresh ? .request : .stale, validate: validate,
+                                       store: facts.store)
+                return Evaluation(.forward(facts.adjusted(plan)), .rangeOnlyFromFreshEntry)
             }
             return Evaluation(.serve(ServePlan(status: status, age: judged.servedAge, ttl: judged.ttl,
                                                refresh: judged.verdict == .stale, form: form)))

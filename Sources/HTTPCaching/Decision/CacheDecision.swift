@@ -44,9 +44,30 @@ enum CacheDecision {
         return plan
     }
 
+    /// A single-range request whose answer may be stored as a part: passed through, the
+    /// stored entry kept (the part is combined with it or replaces it), a conditional request
+    /// and a fallback (the range, from a whole entry) as the plan says.
+    static func partForward(_ plan: ForwardPlan) -> ForwardPlan {
+        var plan = plan
+        plan.passThrough = true
+        plan.storesPart = true
+        plan.discardEntry = false
+        plan.replacesEntry = false
+        return plan
+    }
+
     /// How a fresh entry answers: whole, head only, or a range; nil when a range cannot be
-    /// answered from it (several ranges, another unit, a partial entry).
+    /// answered from it (several ranges, another unit), and for a partial entry anything but
+    /// a single range it holds or one that starts past its complete length (416).
     static func serveForm(method: String, range: String?, entry: CacheEntry) -> ServeForm? {
+        if let parts = entry.partialContent {
+            guard method == "GET", let range, entry.isConsistentPartial else { return nil }
+            switch ByteRange.resolve(range, length: parts.completeLength) {
+            case .satisfiable(let bytes): return parts.covers(bytes) ? .range(bytes) : nil
+            case .unsatisfiable: return .rangeNotSatisfiable
+            case .unsupported: return nil
+            }
+        }
         if method == "HEAD" { return .headersOnly }
         guard let range else { return .whole }
         guard entry.statusCode == 200 else { return nil }

@@ -69,6 +69,8 @@ enum ForwardReason: String, Sendable, Equatable {
     case method
     /// The cache is set not to answer this request (policy, a conditional request, credentials).
     case bypass
+    /// A partial entry is stored, but it cannot answer this request (RFC 9211's `partial`).
+    case partial
 }
 
 /// How a stored entry answers without the network.
@@ -123,6 +125,14 @@ struct ForwardPlan: Sendable, Equatable {
     /// The stored entry answers the same request: a final answer that may not be stored
     /// makes it outdated, so it is removed.
     var replacesEntry = false
+    /// A single-range GET with `storesPartialContent` on (with `passThrough`): a 206 that
+    /// comes back is stored as a part, combined with the stored parts when they share a strong
+    /// validator; a 200 is stored as any answer is; the caller gets either untouched.
+    var storesPart = false
+    /// A GET for the whole on a partial entry that has a strong validator: only the bytes the
+    /// entry lacks are asked for (`Range` and `If-Range`); a 206 that completes it answers the
+    /// caller with the whole (200), anything else the request as it was sent.
+    var completesPart = false
 
     static func bypass(_ reason: ForwardReason, passThrough: Bool = false, invalidates: Bool = false) -> ForwardPlan {
         ForwardPlan(status: .bypass, reason: reason, store: false, passThrough: passThrough, invalidates: invalidates)

@@ -79,13 +79,16 @@ enum CacheStatusField {
 /// The heads of the responses the cache gives its callers.
 enum Answers {
     /// A response from a stored entry: its status and fields, `Age`, the status fields, and
-    /// for a range or a HEAD the matching status, `Content-Range` and `Content-Length`.
+    /// for a range or a HEAD the matching status, `Content-Range` and `Content-Length`. A
+    /// partial entry answers only ranges (the decision never asks it for more): their bytes
+    /// are found in its spans, and the length is its complete length.
     /// - Returns: the head, and the part of the stored body to send.
     static func fromEntry(_ entry: CacheEntry, form: ServeForm, disposition: Disposition,
                           cacheName: String) -> (head: ResponseHead, body: Range<Int>) {
         var headers = entry.headers
         var status = entry.statusCode
         var body = 0..<entry.body.count
+        let length = entry.partialContent?.completeLength ?? entry.body.count
         func set(_ name: String, _ value: String?) {
             if let existing = headers.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) { headers[existing] = nil }
             if let value { headers[name] = value }
@@ -98,12 +101,12 @@ enum Answers {
             body = 0..<0
         case .range(let bytes):
             status = 206
-            set("Content-Range", "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(entry.body.count)")
+            set("Content-Range", "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(length)")
             set("Content-Length", String(bytes.count))
-            body = bytes.lowerBound..<(bytes.upperBound + 1)
+            body = entry.partialContent.map { $0.bodyRange(of: bytes) ?? 0..<0 } ?? bytes.lowerBound..<(bytes.upperBound + 1)
         case .rangeNotSatisfiable:
             status = 416
-            set("Content-Range", "bytes */\(entry.body.count)")
+            set("Content-Range", "bytes */\(length)")
             set("Content-Length", "0")
             set("Content-Type", nil)
             body = 0..<0

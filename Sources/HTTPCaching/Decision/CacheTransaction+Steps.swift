@@ -9,7 +9,8 @@ extension CacheTransaction {
     /// else one more request, unconditional.
     mutating func notModified(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
         guard !pending.conditional.isEmpty, let entry = pending.entry else { return badResponse(head, pending, now: now) }
-        guard Validation.selects(head, entry) else {
+        let form = Validation.selects(head, entry) ? revalidatedForm(entry, plan: pending.plan) : nil
+        guard let form else {
             // A 304 that selects no stored response updates nothing: ask once more, unconditionally.
             guard !pending.retriedUnconditionally else { return badResponse(head, pending, now: now) }
             var retry = pending
@@ -29,7 +30,7 @@ extension CacheTransaction {
                                       ttl: ttl(merged.statusCode, merged.header, windows: merged.windows, now: now),
                                       age: CacheDecision.servedAge(of: merged, policy: policy, now: now),
                                       noVarySearch: answersThroughNoVarySearch(entry))
-        return storing(merged, replacing: entry) + [.emit(.served(.revalidated)), .serve(merged, .whole, disposition)]
+        return storing(merged, replacing: entry) + [.emit(.served(.revalidated)), .serve(merged, form, disposition)]
     }
 
     /// A final answer to receive: stored or not (and why), its head to the caller.
@@ -156,19 +157,21 @@ extension CacheTransaction {
         let error = TransactionError.badResponse(status: head.statusCode)
         if isRefresh { return [.cancelForward, .finish, .emit(.refreshFailed(reason: error.description))] }
         if pending.plan.fallback, let entry = pending.entry {
-            return fallback(entry, status: head.statusCode, now: now, detail: error.description)
+            return fallback(entry, status: head.statusCode, now: now, detail: error.description,
+                            form: revalidatedForm(entry, plan: pending.plan) ?? .whole)
         }
         return [.cancelForward, .emit(.served(pending.plan.status)), .fail(error)]
     }
 
-    mutating func fallback(_ entry: CacheEntry, status: Int?, now: Date, detail: String? = nil) -> [Action] {
+    mutating func fallback(_ entry: CacheEntry, status: Int?, now: Date, detail: String? = nil,
+                           form: ServeForm = .whole) -> [Action] {
         state = .done
         let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
         let age = CacheDecision.servedAge(of: entry, policy: policy, now: now)
         let disposition = Disposition(status: .fallback, forward: .stale, forwardStatus: status, age: age,
                                       detail: detail ?? status.map { "the origin answered \($0)" },
                                       noVarySearch: answersThroughNoVarySearch(entry))
-        return [.cancelForward, .emit(.served(.fallback)), .serve(entry, .whole, disposition)]
+        return [.cancelForward, .emit(.served(.fallback)), .serve(entry, form, disposition)]
     }
 
     /// The entries one answer is stored as: under its URL, and under its variant when it has a

@@ -116,6 +116,8 @@ struct CacheTransaction {
         var head: ResponseHead
         var plan: ForwardPlan
         var storing: Bool
+        /// The bytes a partial entry lacks (`completesPart`): kept from the caller, who gets the whole.
+        var completing = false
         var body = Data()
         var previous: CacheEntry?
         /// The body goes to a store writer as it arrives and is not kept here (nobody needs it
@@ -224,7 +226,8 @@ struct CacheTransaction {
         case .forward(let plan):
             var actions: [Action] = []
             if plan.discardEntry, let entry { actions.append(.remove(entry.key)) }
-            let conditional = plan.validate ? entry.map(Validation.conditionalHeaders(for:)) ?? [:] : [:]
+            var conditional = plan.validate ? entry.map(Validation.conditionalHeaders(for:)) ?? [:] : [:]
+            if plan.completesPart { conditional = entry.flatMap { PartialEntries.completionFields(for: $0, now: now) } ?? [:] }
             state = .awaitingHead(Pending(plan: plan, entry: plan.discardEntry ? nil : entry, conditional: conditional))
             actions.append(.forward(conditional: conditional))
             return actions
@@ -247,6 +250,8 @@ struct CacheTransaction {
     mutating func head(_ head: ResponseHead, now: Date) -> [Action] {
         guard case .awaitingHead(let pending) = state else { return [] }
         let plan = pending.plan
+        if plan.completesPart { return completionHead(head, pending, now: now) }
+        if plan.storesPart { return partHead(head, pending, now: now) }
         if plan.passThrough { return passThrough(head, plan: plan) }
         if head.statusCode == 304 { return notModified(head, pending, now: now) }
         if head.statusCode == 206 { return badResponse(head, pending, now: now) }
@@ -291,7 +296,7 @@ struct CacheTransaction {
             Self.append(chunk, to: &receiving.body, sized: &receiving.sized, expecting: receiving.head.contentLength)
         }
         state = .receiving(receiving)
-        if streaming { actions.insert(.deliver(chunk), at: 0) }
+        if streaming && !receiving.completing { actions.insert(.deliver(chunk), at: 0) }
         return actions
     }
 
@@ -315,6 +320,8 @@ struct CacheTransaction {
         state = .done
         var actions: [Action] = []
         var bodyChanged: Bool?
+        if receiving.completing { return endCompletion(receiving, now: now) }
+        if receiving.storing && receiving.plan.storesPart && receiving.head.statusCode == 206 { return endPart(receiving, now: now) }
         if receiving.storing {
             let entry = makeEntry(receiving.head, body: receiving.body, now: now)
             if var chosen = context.configuration.responseCacher.apply(context.request, entry) {
@@ -351,7 +358,10 @@ struct CacheTransaction {
             state = .done
             if error.isCancellation { return [] }
             if isRefresh { return [.finish, .emit(.refreshFailed(reason: error.description))] }
-            if pending.plan.fallback, let entry = pending.entry { return fallback(entry, status: nil, now: now, detail: error.description) }
+            if pending.plan.fallback, let entry = pending.entry {
+                return fallback(entry, status: nil, now: now, detail: error.description,
+                                form: revalidatedForm(entry, plan: pending.plan) ?? .whole)
+            }
             return [.emit(.served(pending.plan.status)), .fail(error)]
         case .receiving(let receiving):
             state = .done

@@ -10,6 +10,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case method(String), status(Int), responseNoStore, requestNoStore, statusNotUnderstood(Int), varyStar, setsCookie
         case credentials, tooLarge(bytes: Int, limit: Int), declinedByCacher, declinedByDelegate, memoryOnly, passThrough
         case bodyTooLargeToKey(bytes: Int, limit: Int)
+        case unusablePart(String), tooManySpans(limit: Int)
     }
 
     let value: Value
@@ -46,11 +47,19 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
     /// The request's body would be part of its key (`BodyKeying`) but is larger than
     /// `maxBodySize`: the request passes through.
     public static func bodyTooLargeToKey(bytes: Int, limit: Int) -> Self { Self(value: .bodyTooLargeToKey(bytes: bytes, limit: limit)) }
+    /// A 206 that cannot be stored as a part (`storesPartialContent`): its `Content-Range` is
+    /// not one byte range with a known complete length, its content does not match it, or it
+    /// is content-coded; `detail` says which.
+    public static func unusablePart(_ detail: String) -> Self { Self(value: .unusablePart(detail)) }
+    /// Combined with the parts stored, a 206 would leave more than `maxPartialSpans` spans:
+    /// it is not stored, and the stored parts stay.
+    public static func tooManySpans(limit: Int) -> Self { Self(value: .tooManySpans(limit: limit)) }
 
     /// The reason's name, the same for every value of it: `method`, `status`,
     /// `responseNoStore`, `requestNoStore`, `statusNotUnderstood`, `varyStar`, `setsCookie`,
     /// `credentials`, `tooLarge`, `declinedByCacher`, `declinedByDelegate`, `memoryOnly`,
-    /// `passThrough` or `bodyTooLargeToKey`; later versions may add more.
+    /// `passThrough`, `bodyTooLargeToKey`, `unusablePart` or `tooManySpans`; later versions may
+    /// add more.
     public var name: String {
         switch value {
         case .method: "method"
@@ -58,6 +67,8 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .statusNotUnderstood: "statusNotUnderstood"
         case .tooLarge: "tooLarge"
         case .bodyTooLargeToKey: "bodyTooLargeToKey"
+        case .unusablePart: "unusablePart"
+        case .tooManySpans: "tooManySpans"
         default: "\(value)"
         }
     }
@@ -80,6 +91,8 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .passThrough: "the caller's own conditional or range request passes through untouched"
         case .bodyTooLargeToKey(let bytes, let limit):
             "the request's body (\(bytes) bytes) is larger than bodyKeying.maxBodySize (\(limit) bytes), so it is not keyed"
+        case .unusablePart(let detail): "the 206 cannot be stored as a part: \(detail)"
+        case .tooManySpans(let limit): "combined with the parts stored, the 206 would leave more than \(limit) spans (maxPartialSpans)"
         }
     }
 
@@ -100,6 +113,8 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .memoryOnly: "not-stored-memory-only"
         case .passThrough: "pass-through"
         case .bodyTooLargeToKey: "not-stored-body-too-large-to-key"
+        case .unusablePart: "not-stored-unusable-part"
+        case .tooManySpans: "not-stored-too-many-spans"
         }
     }
 }

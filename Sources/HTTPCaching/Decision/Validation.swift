@@ -67,4 +67,51 @@ enum Validation {
         updated.generation = CacheEntry.newGeneration()
         return updated
     }
+
+    // MARK: - Strong validators (combining partial content)
+
+    /// Whether two responses share a strong validator, the condition for combining their
+    /// bytes (RFC 9111 section 3.4, RFC 9110 section 15.3.7.3): equal strong entity tags (RFC
+    /// 9110 section 8.8.3.2's strong comparison: neither weak, the same characters); or, when
+    /// neither has an `ETag`, the same `Last-Modified`, strong in both because each one's
+    /// `Date` is at least a second later (section 8.8.2.2). A weak tag never matches. `now`
+    /// places a two-digit year.
+    static func shareStrongValidator(_ a: (String) -> String?, _ b: (String) -> String?, now: Date) -> Bool {
+        let tags = (a("ETag"), b("ETag"))
+        if tags.0 != nil || tags.1 != nil {
+            guard let first = strongETag(tags.0), let second = strongETag(tags.1) else { return false }
+            return first == second
+        }
+        guard let first = strongLastModified(a, now: now), let second = strongLastModified(b, now: now) else { return false }
+        return first == second
+    }
+
+    /// The field as a strong entity tag (`"opaque"`, RFC 9110 section 8.8.3), trimmed; nil for a
+    /// weak or malformed one.
+    static func strongETag(_ field: String?) -> String? {
+        guard let tag = field?.trimmingCharacters(in: CharacterSet(charactersIn: " \t")), tag.unicodeScalars.count >= 2,
+              tag.hasPrefix("\""), tag.hasSuffix("\"") else { return nil }
+        let opaque = tag.unicodeScalars.dropFirst().dropLast()
+        guard opaque.allSatisfy({ $0.value == 0x21 || (0x23...0x7E).contains($0.value) || (0x80...0xFF).contains($0.value) }) else {
+            return nil
+        }
+        return tag
+    }
+
+    /// A response's `Last-Modified` when it is a strong validator for a cache: its `Date` is at
+    /// least one second later (RFC 9110 section 8.8.2.2).
+    static func strongLastModified(_ header: (String) -> String?, now: Date) -> Date? {
+        guard let lastModified = header("Last-Modified").flatMap({ HTTPDate.parse($0, now: now) }),
+              let date = header("Date").flatMap({ HTTPDate.parse($0, now: now) }), date.timeIntervalSince(lastModified) >= 1 else {
+            return nil
+        }
+        return lastModified
+    }
+
+    /// The value of an `If-Range` that asks for a range of this response only if it is still
+    /// current: its strong `ETag`, else its strong `Last-Modified`; nil when it has neither.
+    static func ifRangeValue(_ header: (String) -> String?, now: Date) -> String? {
+        if let etag = header("ETag") { return strongETag(etag) }
+        return strongLastModified(header, now: now) == nil ? nil : header("Last-Modified")
+    }
 }

@@ -29,11 +29,16 @@ public struct CacheEntry: Sendable, Hashable {
     /// validator to revalidate it): stores may drop it then, and a Redis store uses it as the
     /// key's time to live. nil: no known end. The default is nil.
     public var usefulUntil: Date?
+    /// For a partial entry (status 206, stored when `CacheConfiguration.storesPartialContent`
+    /// is on): the complete length of the representation and the spans of it that `body`
+    /// holds, in order. nil: the body is the whole response. The default is nil.
+    public var partialContent: PartialContent?
 
     /// An entry with the given parts.
     public init(key: CacheKey, url: URL, statusCode: Int, headers: [String: String], body: Data,
                 storedAt: Date, windows: CacheWindows? = nil, varyValues: [String: String] = [:],
-                generation: UInt64 = CacheEntry.newGeneration(), usefulUntil: Date? = nil) {
+                generation: UInt64 = CacheEntry.newGeneration(), usefulUntil: Date? = nil,
+                partialContent: PartialContent? = nil) {
         self.key = key
         self.url = url
         self.statusCode = statusCode
@@ -44,6 +49,7 @@ public struct CacheEntry: Sendable, Hashable {
         self.varyValues = varyValues
         self.generation = generation
         self.usefulUntil = usefulUntil
+        self.partialContent = partialContent
     }
 
     /// A new random generation, never zero.
@@ -63,7 +69,15 @@ public struct CacheEntry: Sendable, Hashable {
         count += (key.partition?.rawValue.utf8.count ?? 0) + (key.variant?.utf8.count ?? 0) + key.namespace.utf8.count
         for (name, value) in headers { count += name.utf8.count + value.utf8.count + 4 }
         for (name, value) in varyValues { count += name.utf8.count + value.utf8.count + 4 }
+        if let partialContent { count += 12 + 16 * partialContent.spans.count }
         return count
+    }
+
+    /// Whether the entry is a partial one (status 206) whose spans account for its body
+    /// exactly; false for a whole entry.
+    var isConsistentPartial: Bool {
+        guard let partialContent else { return false }
+        return statusCode == 206 && partialContent.storedBytes == body.count
     }
 
     /// The entry's age at `now` in seconds; never negative.

@@ -9,8 +9,11 @@ import Foundation
 ///     body                 bodyLength bytes
 ///     metadata             metadataLength bytes: flags, status, stored-at, generation,
 ///                          windows?, useful-until?, transform name? (flag 4: the body is
-///                          that transform's encoding), the key's storage string, the URL,
-///                          header fields and vary values (sorted by the UTF-8 of their names)
+///                          that transform's encoding), partial content? (flag 8: the
+///                          complete length u64, the span count u32, each span's first byte
+///                          and end u64; the body is those spans' bytes), the key's storage
+///                          string, the URL, header fields and vary values (sorted by the
+///                          UTF-8 of their names)
 ///     trailer (40 bytes)   bodyLength u64, metadataLength u32, 0 u32,
 ///                          body checksum u64 (`BodyChecksum` of the body),
 ///                          metadata checksum u64 (XXH3 of the metadata and the first 24
@@ -19,6 +22,10 @@ import Foundation
 /// Every length is checked against what is there, so truncated, damaged or foreign bytes are
 /// a `DecodeError`, never a crash or a partial body. The metadata can be read and checked on
 /// its own (from the end of a file), without the body.
+///
+/// Flag 8 came after version 4 was first written, without a new version: every version-4
+/// encoding without it reads as before, and a release that does not know the flag takes an
+/// entry with it for damage (a miss, removed), never for a whole response.
 enum EntryFileFormat {
     static let magic: [UInt8] = Array("HTCE".utf8)
     static let version: UInt8 = 4
@@ -96,6 +103,7 @@ enum EntryFileFormat {
         if entry.windows != nil { flags |= 1 }
         if entry.usefulUntil != nil { flags |= 2 }
         if transform != nil { flags |= 4 }
+        if entry.partialContent != nil { flags |= 8 }
         out.append(flags)
         append(&out, Int64(entry.statusCode))
         append(&out, entry.storedAt.timeIntervalSinceReferenceDate.bitPattern)
@@ -106,6 +114,14 @@ enum EntryFileFormat {
         }
         if let usefulUntil = entry.usefulUntil { append(&out, usefulUntil.timeIntervalSinceReferenceDate.bitPattern) }
         if let transform { appendString(&out, transform) }
+        if let parts = entry.partialContent {
+            append(&out, UInt64(parts.completeLength))
+            append(&out, UInt32(parts.spans.count))
+            for span in parts.spans {
+                append(&out, UInt64(span.lowerBound))
+                append(&out, UInt64(span.upperBound))
+            }
+        }
         appendString(&out, entry.key.storageString)
         appendString(&out, entry.url.absoluteString)
         for fields in [entry.headers, entry.varyValues] {
@@ -232,7 +248,7 @@ enum EntryFileFormat {
         try verifyMetadataChecksum(metadata, trailer)
         var reader = Reader(bytes: metadata, offset: 0)
         let flags = try reader.byte()
-        guard flags & ~7 == 0 else { throw .malformed("unknown flags") }
+        guard flags & ~15 == 0 else { throw .malformed("unknown flags") }
         let status = try reader.integer(Int64.self)
         guard let statusCode = Int(exactly: status) else { throw .malformed("status") }
         let storedSeconds = Double(bitPattern: try reader.integer(UInt64.self))
@@ -254,6 +270,10 @@ enum EntryFileFormat {
             usefulUntil = Date(timeIntervalSinceReferenceDate: seconds)
         }
         let transform = flags & 4 != 0 ? try reader.string() : nil
+        let partialContent = flags & 8 != 0 ? try reader.partialContent() : nil
+        if transform == nil, let partialContent, partialContent.storedBytes != trailer.bodyLength {
+            throw .malformed("the body is not the length of the spans")
+        }
         let storedKey = try reader.slice()
         let entryKey = try decodeKey(storedKey, expecting: key)
         guard let url = URL(string: try reader.string()) else { throw .malformed("URL") }
@@ -262,7 +282,7 @@ enum EntryFileFormat {
         guard reader.offset == metadata.count else { throw .malformed("trailing bytes") }
         let entry = CacheEntry(key: entryKey, url: url, statusCode: statusCode, headers: headers, body: Data(),
                                storedAt: storedAt, windows: windows, varyValues: varyValues,
-                               generation: generation, usefulUntil: usefulUntil)
+                               generation: generation, usefulUntil: usefulUntil, partialContent: partialContent)
         return Metadata(entry: entry, checksum: trailer.metadataChecksum, length: metadata.count, keyBytes: Array(storedKey),
                         transform: transform)
     }
@@ -313,6 +333,22 @@ enum EntryFileFormat {
 
         mutating func string() throws(DecodeError) -> String {
             try EntryFileFormat.string(try slice())
+        }
+
+        /// The spans of a partial entry, checked as `PartialContent` requires.
+        mutating func partialContent() throws(DecodeError) -> PartialContent {
+            let length = try integer(UInt64.self)
+            let count = Int(try integer(UInt32.self))
+            guard count <= (bytes.count - offset) / 16, length <= UInt64(Int.max) else { throw .malformed("impossible span count") }
+            var spans: [Range<Int>] = []
+            spans.reserveCapacity(count)
+            for _ in 0..<count {
+                let start = try integer(UInt64.self), end = try integer(UInt64.self)
+                guard start <= end, end <= length else { throw .malformed("partial content") }
+                spans.append(Int(start)..<Int(end))
+            }
+            guard let parts = PartialContent(completeLength: Int(length), spans: spans) else { throw .malformed("partial content") }
+            return parts
         }
 
         /// Name-value pairs, names' UTF-8 strictly ascending (the one order the encoder writes).

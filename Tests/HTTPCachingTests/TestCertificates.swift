@@ -73,23 +73,19 @@ struct TestCertificates: Sendable {
                           "-out", "\(name).pem", "-days", "2", "-extfile", extensions.path])
     }
 
+    /// Runs `openssl` in the directory (with `ChildProcess`, as every program the tests run).
     private func run(_ openssl: URL, _ arguments: [String]) throws(Failure) {
-        let process = Process()
-        process.executableURL = openssl
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        let log = directory.appendingPathComponent("openssl.log")
+        let process: ChildProcess
         do {
-            try process.run()
+            process = try ChildProcess("/bin/sh", ["-c", "cd \"$1\" && shift 2 && exec \"$0\" \"$@\" > openssl.log 2>&1",
+                                                   openssl.path, directory.path, "--"] + arguments)
         } catch {
             throw Failure(description: "cannot run openssl: \(error)")
         }
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "openssl \(arguments.joined(separator: " ")) failed: \(String(decoding: message, as: UTF8.self))")
+        guard process.waitForExit(timeout: 60), process.exitStatus == 0 else {
+            let message = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            throw Failure(description: "openssl \(arguments.joined(separator: " ")) failed: \(message)")
         }
     }
 

@@ -25,8 +25,8 @@ struct RedisTLSConfigurationTests {
 
     @Test("the query of a rediss:// URL names the CA file and the client certificate (percent-encoded paths)")
     func tlsQuery() throws {
-        let configuration = try RedisConfiguration(url: "rediss://:pw@host:7000/1?cacert=/etc/my%20ca.pem&cert=/c.pem&key=/k.pem")
-        #expect(configuration.tls == RedisTLSOptions(caFile: "/etc/my ca.pem", certificateFile: "/c.pem", keyFile: "/k.pem"))
+        let configuration = try RedisConfiguration(url: "rediss://:pw@host:7000/1?cacert=/etc/my%20ca.pem&cert=/c++.pem&key=/k%26.pem")
+        #expect(configuration.tls == RedisTLSOptions(caFile: "/etc/my ca.pem", certificateFile: "/c++.pem", keyFile: "/k&.pem"))
         #expect(configuration.database == 1 && configuration.password == "pw" && configuration.port == 7000)
         let cluster = try RedisConfiguration(url: "rediss-cluster://u:p@a:7000,b:7001?cacert=/ca.pem")
         #expect(cluster.isCluster && cluster.clusterSeeds == [RedisNodeAddress(host: "b", port: 7001)])

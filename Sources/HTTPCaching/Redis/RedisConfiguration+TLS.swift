@@ -49,7 +49,8 @@ public struct RedisTLSOptions: Sendable, Equatable {
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])
             guard parts.count == 2, !parts[1].isEmpty else { throw invalid("the option '\(name)' has no value") }
-            let value = String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(parts[1])
+            // Percent-encoding only: a '+' is a '+', as paths have it.
+            let value = String(parts[1]).removingPercentEncoding ?? String(parts[1])
             switch name {
             case "cacert": caFile = value
             case "cert": certificateFile = value

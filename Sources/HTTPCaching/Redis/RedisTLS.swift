@@ -87,7 +87,9 @@ final class RedisTLSSession {
         guard let ssl = functions.new(context.context) else {
             throw RedisClientError(.connect, "OpenSSL could not make a TLS session: \(functions.queuedErrors())")
         }
-        guard let incoming = functions.bioNew(functions.bioMemory()), let outgoing = functions.bioNew(functions.bioMemory()) else {
+        let incoming = functions.bioNew(functions.bioMemory()), outgoing = functions.bioNew(functions.bioMemory())
+        guard let incoming, let outgoing else {
+            for buffer in [incoming, outgoing] where buffer != nil { _ = functions.bioFree(buffer) }
             functions.free(ssl)
             throw RedisClientError(.connect, "OpenSSL could not make its buffers: \(functions.queuedErrors())")
         }

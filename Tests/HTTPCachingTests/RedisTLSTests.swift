@@ -95,6 +95,22 @@ struct RedisTLSConfigurationTests {
         #expect(plain.primaries == [RedisNodeAddress(host: "10.0.0.1", port: 7000)], "a node with no plain port serves no plain client")
     }
 
+    @Test("where OpenSSL 3 cannot be loaded, the error names the libraries and the package to install")
+    func missingLibrary() throws {
+        guard case .failure(let error) = OpenSSL.load(ssl: "libssl-not-here.so.3", crypto: "libcrypto-not-here.so.3") else {
+            Issue.record("loaded libraries that do not exist")
+            return
+        }
+        #expect(error.code == .unavailable)
+        #expect(error.description.contains("libssl-not-here.so.3") && error.description.contains("apt-get install libssl3"), "\(error)")
+        // A library that loads but is not libssl: the missing function is named.
+        guard case .failure(let wrong) = OpenSSL.load(ssl: "libz.so.1", crypto: "libcrypto.so.3") else {
+            Issue.record("took libz for libssl")
+            return
+        }
+        #expect(wrong.description.contains("lacks TLS_client_method") && wrong.description.contains("libssl3"), "\(wrong)")
+    }
+
     @Test("cache-demo takes --store rediss://... and says so in its usage")
     func demoOption() throws {
         let url = "rediss://:pw@127.0.0.1:6380/2?cacert=/ca.pem"

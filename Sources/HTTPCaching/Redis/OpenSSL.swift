@@ -13,22 +13,23 @@ enum OpenSSL {
     typealias Handle = OpaquePointer
 
     /// The functions, or why they could not be loaded (a sentence naming what to install).
-    static let loaded: Result<Functions, HTTPCachingError> = {
-        let libraries = (ssl: "libssl.so.3", crypto: "libcrypto.so.3")
-        guard let crypto = dlopen(libraries.crypto, RTLD_NOW | RTLD_LOCAL),
-              let ssl = dlopen(libraries.ssl, RTLD_NOW | RTLD_LOCAL) else {
+    static let loaded = load(ssl: "libssl.so.3", crypto: "libcrypto.so.3")
+
+    /// Opens the two libraries and looks up every function.
+    static func load(ssl sslName: String, crypto cryptoName: String) -> Result<Functions, HTTPCachingError> {
+        guard let crypto = dlopen(cryptoName, RTLD_NOW | RTLD_LOCAL), let ssl = dlopen(sslName, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "not found"
             return .failure(.unavailable(reason: "TLS to Redis (rediss://) needs OpenSSL 3, loaded at run time from "
-                + "\(libraries.ssl) and \(libraries.crypto), which could not be loaded (\(reason)): install the libssl3 "
+                + "\(sslName) and \(cryptoName), which could not be loaded (\(reason)): install the libssl3 "
                 + "package (apt-get install libssl3), or reach Redis through a local TLS tunnel such as stunnel"))
         }
         do throws(MissingSymbol) {
             return .success(try Functions(ssl: ssl, crypto: crypto))
         } catch {
-            return .failure(.unavailable(reason: "TLS to Redis (rediss://) needs OpenSSL 3, and \(libraries.ssl) lacks "
+            return .failure(.unavailable(reason: "TLS to Redis (rediss://) needs OpenSSL 3, and \(sslName) lacks "
                 + "\(error.symbol): install the libssl3 package (apt-get install libssl3)"))
         }
-    }()
+    }
 
     // Constants of OpenSSL 3's ABI (the macros in ssl.h, x509_vfy.h and tls1.h).
     static let verifyNone: Int32 = 0

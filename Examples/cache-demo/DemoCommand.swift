@@ -37,7 +37,8 @@ enum StoreChoice: Equatable {
     /// On disk (a memory tier in front), in the given directory or the default one.
     case disk(path: String?)
     /// In Redis, at `redis://[user:password@]host:port[/db]`, or on the Redis Cluster at
-    /// `redis-cluster://[user:password@]host:port[,host:port...]`, under the prefix `cache-demo:`.
+    /// `redis-cluster://[user:password@]host:port[,host:port...]` (`rediss://` and
+    /// `rediss-cluster://` over TLS), under the prefix `cache-demo:`.
     case redis(url: String)
 
     init(parsing text: String) throws(UsageError) {
@@ -48,8 +49,9 @@ enum StoreChoice: Equatable {
             do {
                 _ = try RedisConfiguration(url: text)
             } catch {
-                throw UsageError(description: "--store takes redis://[user:password@]host:port[/db] or "
-                                 + "redis-cluster://[user:password@]host:port[,host:port...]: \(error)")
+                throw UsageError(description: "--store takes redis://[user:password@]host:port[/db], "
+                                 + "redis-cluster://[user:password@]host:port[,host:port...], or rediss:// and rediss-cluster:// "
+                                 + "for TLS (?cacert=PATH for a private CA): \(error)")
             }
             self = .redis(url: text)
             return

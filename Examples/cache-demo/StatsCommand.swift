@@ -87,7 +87,7 @@ enum StatsCommand {
 
 extension StoreChoice: CustomStringConvertible {
     /// The store in words, credentials left out: `memory`, `disk PATH`, `redis HOST:PORT db N`,
-    /// `redis-cluster HOST:PORT,HOST:PORT...`.
+    /// `redis-cluster HOST:PORT,HOST:PORT...` (`rediss` and `rediss-cluster` over TLS).
     var label: String {
         switch self {
         case .memory:
@@ -96,12 +96,13 @@ extension StoreChoice: CustomStringConvertible {
             return "disk \(diskDirectory?.path ?? "")"
         case .redis(let url):
             guard let configuration = try? RedisConfiguration(url: url) else { return "redis" }
+            let secure = configuration.tls == nil ? "" : "s"
             if configuration.isCluster {
                 let first = RedisNodeAddress(host: configuration.host, port: configuration.port)
                 let nodes = ([first] + configuration.clusterSeeds).map(\.description).joined(separator: ",")
-                return "redis-cluster \(nodes) (keys under cache-demo:)"
+                return "redis\(secure)-cluster \(nodes) (keys under cache-demo:)"
             }
-            return "redis \(configuration.host):\(configuration.port) db \(configuration.database) (keys under cache-demo:)"
+            return "redis\(secure) \(configuration.host):\(configuration.port) db \(configuration.database) (keys under cache-demo:)"
         }
     }
 

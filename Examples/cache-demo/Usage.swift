@@ -23,8 +23,9 @@ extension DemoCommand {
                           disk:PATH, redis://[user:password@]host:port[/db], or a Redis
                           Cluster: redis-cluster://[user:password@]host:port[,host:port...]
                           (keys under cache-demo:, shared by every process using that server
-                          or cluster); a second run with a disk or Redis store is answered
-                          from the first run's entries
+                          or cluster); rediss:// and rediss-cluster:// for TLS, with
+                          ?cacert=PATH for a private CA; a second run with a disk or Redis
+                          store is answered from the first run's entries
     --svg PATH            (walkthrough) also write the walkthrough as an SVG timeline: each
                           request a mark coloured and labelled by how it was served, its
                           latency, the fresh and usable windows after each store, origin

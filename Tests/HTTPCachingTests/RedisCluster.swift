@@ -105,7 +105,7 @@ final class RedisCluster: @unchecked Sendable {
 
     func command(_ port: Int, _ command: RedisCommand) throws -> RESPValue {
         let configuration = RedisConfiguration(host: "127.0.0.1", port: port, password: Self.adminPassword, connectTimeout: 1)
-        let connection = try RedisConnection.open(configuration, limits: RESPParser.Limits())
+        let connection = try RedisConnection.open(configuration, limits: RESPParser.Limits(), tls: nil)
         defer { connection.close() }
         return try connection.execute([command], timeout: 5)[0]
     }

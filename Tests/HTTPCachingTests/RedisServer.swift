@@ -30,12 +30,16 @@ final class RedisServer: @unchecked Sendable {
     let port: Int
     let directory: URL
     let arguments: [String]
+    /// How `configuration()` reaches it over TLS; nil when it speaks plain TCP. A TLS server
+    /// listens on `--tls-port` only (`--port 0`); its certificate files are in `arguments`.
+    let tls: RedisTLSOptions?
     private var process: ChildProcess?
 
     /// Starts a server with extra configuration (for example `["--maxmemory", "2mb"]`), on a
-    /// free port (another, if the port is taken before the server binds it).
+    /// free port (another, if the port is taken before the server binds it); with `tls`, a
+    /// TLS port only, which `configuration()` reaches with those options.
     /// - Throws: `Failure` when `redis-server` is missing or does not answer PING in time.
-    init(_ arguments: [String] = []) throws {
+    init(_ arguments: [String] = [], tls: RedisTLSOptions? = nil) throws {
         guard let executable = Self.executable else {
             throw Failure(description: Self.isRequired
                 ? "HTTP_CACHING_REQUIRE_REDIS=1 requires redis-server on PATH, and there is none: install it (apt-get install redis-server) or run .ci/run"
@@ -44,11 +48,12 @@ final class RedisServer: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.arguments = arguments
+        self.tls = tls
         var lastError: Error?
         for _ in 0..<5 {
             let candidate = Self.freePort()
             do {
-                process = try Self.launch(executable, port: candidate, directory: directory, arguments: arguments)
+                process = try Self.launch(executable, port: candidate, directory: directory, arguments: arguments, tls: tls)
                 port = candidate
                 return
             } catch {
@@ -67,7 +72,7 @@ final class RedisServer: @unchecked Sendable {
     /// A store configuration for this server with a key prefix of its own and short timeouts.
     func configuration(prefix: String = "test-\(UUID().uuidString):") -> RedisConfiguration {
         RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: prefix,
-                           connectTimeout: 0.5, commandTimeout: 0.5, retryDelay: 0.05)
+                           connectTimeout: 0.5, commandTimeout: 0.5, retryDelay: 0.05, tls: tls)
     }
 
     /// A new store on this server, on a prefix of its own.
@@ -82,7 +87,7 @@ final class RedisServer: @unchecked Sendable {
         configuration.username = username
         configuration.password = password
         configuration.database = database
-        let connection = try RedisConnection.open(configuration, limits: RESPParser.Limits())
+        let connection = try RedisConnection.open(configuration, limits: RESPParser.Limits(), tls: try tls.map(RedisTLSContext.init))
         defer { connection.close() }
         return try connection.execute([RedisCommand(name, arguments: arguments.map(\.redisBytes))], timeout: 5)[0]
     }
@@ -117,19 +122,27 @@ final class RedisServer: @unchecked Sendable {
     /// - Throws: `Failure` when it does not answer PING in time.
     func restart() throws {
         guard process == nil, let executable = Self.executable else { return }
-        process = try Self.launch(executable, port: port, directory: directory, arguments: arguments)
+        process = try Self.launch(executable, port: port, directory: directory, arguments: arguments, tls: tls)
     }
 
-    private static func launch(_ executable: URL, port: Int, directory: URL, arguments: [String]) throws -> ChildProcess {
+    private static func launch(_ executable: URL, port: Int, directory: URL, arguments: [String],
+                               tls: RedisTLSOptions?) throws -> ChildProcess {
+        let ports = tls != nil ? ["--port", "0", "--tls-port", "\(port)"] : ["--port", "\(port)"]
         let process = try ChildProcess(executable.path,
-                                       ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "",
+                                       ports + ["--bind", "127.0.0.1", "--dir", directory.path, "--save", "",
                                         "--appendonly", "no", "--daemonize", "no",
                                         "--logfile", directory.appendingPathComponent("redis.log").path] + arguments)
         // Poll with PING until it answers; wake early if the process ends (a port taken).
         let deadline = Date().addingTimeInterval(10)
         let configuration = RedisConfiguration(host: "127.0.0.1", port: port, connectTimeout: 0.5)
+        // Any certificate will do to see that it is up (some tests give it one for another
+        // name), with the client certificate a client would show.
+        let context = try tls.map { options in
+            try RedisTLSContext(RedisTLSOptions(certificateFile: options.certificateFile, keyFile: options.keyFile,
+                                                allowsUntrustedCertificates: true))
+        }
         while Date() < deadline, !process.waitForExit(timeout: 0.01) {
-            if let connection = try? RedisConnection.open(configuration, limits: RESPParser.Limits()),
+            if let connection = try? RedisConnection.open(configuration, limits: RESPParser.Limits(), tls: context),
                let reply = try? connection.execute([RedisCommand("PING")], timeout: 1).first {
                 // A server with a password answers NOAUTH: it is up all the same.
                 if reply == .simpleString("PONG") || reply.errorMessage?.hasPrefix("NOAUTH") == true { return process }

@@ -21,6 +21,8 @@ import Synchronization
 final class RedisClusterRouter: Sendable {
     let configuration: RedisConfiguration
     let limits: RESPParser.Limits
+    /// The TLS context of every node's connections; nil for plain TCP.
+    let tls: RedisTLSContext?
 
     /// The most redirections followed for one call.
     static let maximumRedirections = 5
@@ -45,9 +47,10 @@ final class RedisClusterRouter: Sendable {
 
     private let state = Mutex(State())
 
-    init(configuration: RedisConfiguration, limits: RESPParser.Limits) {
+    init(configuration: RedisConfiguration, limits: RESPParser.Limits, tls: RedisTLSContext?) {
         self.configuration = configuration
         self.limits = limits
+        self.tls = tls
     }
 
     /// The topology in use, if one is known.
@@ -140,7 +143,7 @@ final class RedisClusterRouter: Sendable {
     func primaries() throws(RedisClientError) -> [RedisConnectionPool] {
         try ensureTopology()
         return state.withLock { state in
-            (state.topology?.primaries ?? []).map { state.pool(for: $0, configuration, limits) }
+            (state.topology?.primaries ?? []).map { state.pool(for: $0, self) }
         }
     }
 
@@ -157,7 +160,7 @@ final class RedisClusterRouter: Sendable {
         // An unknown endpoint (`MOVED 3999 :6380`) is the host of the node that answered.
         let address = RedisNodeAddress(host: redirect.host.isEmpty ? node.configuration.host : redirect.host, port: redirect.port)
         let pool = state.withLock { state in
-            let pool = state.pool(for: address, configuration, limits)
+            let pool = state.pool(for: address, self)
             if redirect.isMoved, !state.owners.isEmpty { state.owners[redirect.slot] = pool }
             state.redirectionCount += 1
             return pool
@@ -201,7 +204,7 @@ extension RedisClusterRouter {
     ///   `retryDelay`.
     private func discover() throws(RedisClientError) {
         let candidates = state.withLock { state in
-            configuration.seedNodes.map { state.pool(for: $0, configuration, limits) }
+            configuration.seedNodes.map { state.pool(for: $0, self) }
         }
         do throws(RedisClientError) {
             install(try ask(candidates))
@@ -224,7 +227,7 @@ extension RedisClusterRouter {
             state.lastRefresh = now
             var seen = Set<RedisNodeAddress>()
             let addresses = (topology.nodes + configuration.seedNodes).filter { seen.insert($0).inserted }
-            let pools = addresses.map { state.pool(for: $0, configuration, limits) }
+            let pools = addresses.map { state.pool(for: $0, self) }
             return pools.filter { $0 !== failed } + pools.filter { $0 === failed }
         }
         guard let candidates else { return }
@@ -252,7 +255,7 @@ extension RedisClusterRouter {
                     reasons.append("\(node): \(message)")
                     continue
                 } else {
-                    topology = try RedisClusterTopology(shards: reply, askedHost: node.host)
+                    topology = try RedisClusterTopology(shards: reply, askedHost: node.host, tls: tls != nil)
                 }
                 guard topology.coveredSlotCount > 0 else {
                     reasons.append("\(node): serves no slots yet")
@@ -273,7 +276,7 @@ extension RedisClusterRouter {
         state.withLock { state in
             var owners = [RedisConnectionPool?](repeating: nil, count: RedisClusterSlot.count)
             for range in topology.ranges {
-                let pool = state.pool(for: range.primary, configuration, limits)
+                let pool = state.pool(for: range.primary, self)
                 for slot in range.first...range.last { owners[slot] = pool }
             }
             let kept = Set(topology.nodes + configuration.seedNodes)
@@ -288,10 +291,9 @@ extension RedisClusterRouter {
 
 extension RedisClusterRouter.State {
     /// The pool of a node, made on first use (no connection is opened until a call).
-    fileprivate mutating func pool(for node: RedisNodeAddress, _ configuration: RedisConfiguration,
-                                   _ limits: RESPParser.Limits) -> RedisConnectionPool {
+    fileprivate mutating func pool(for node: RedisNodeAddress, _ router: RedisClusterRouter) -> RedisConnectionPool {
         if let pool = pools[node] { return pool }
-        let pool = RedisConnectionPool(configuration: configuration.forNode(node), limits: limits)
+        let pool = RedisConnectionPool(configuration: router.configuration.forNode(node), limits: router.limits, tls: router.tls)
         pools[node] = pool
         return pool
     }

@@ -33,12 +33,13 @@ struct RedisClusterTopology: Equatable, Sendable {
     }
 
     /// The topology in a `CLUSTER SHARDS` reply: an array of shards, each a map of `slots`
-    /// (pairs of first and last slot) and `nodes` (maps of `id`, `port`, `ip`, `endpoint`,
-    /// `role`, `health`, ...). A shard's primary is its node whose role is `master`; a shard
-    /// with none (between a primary's failure and a replica's promotion it still has one,
-    /// marked failed) serves nothing.
+    /// (pairs of first and last slot) and `nodes` (maps of `id`, `port`, `tls-port`, `ip`,
+    /// `endpoint`, `role`, `health`, ...). A shard's primary is its node whose role is
+    /// `master`; a shard with none (between a primary's failure and a replica's promotion it
+    /// still has one, marked failed) serves nothing. With `tls`, a node's `tls-port` is used
+    /// where it has one (a cluster with `tls-cluster yes`), else its `port`.
     /// - Throws: `RedisClientError` of kind `.protocolViolation` for a reply of another shape.
-    init(shards reply: RESPValue, askedHost: String) throws(RedisClientError) {
+    init(shards reply: RESPValue, askedHost: String, tls: Bool = false) throws(RedisClientError) {
         guard case .array(let shards?) = reply else { throw Self.malformed("CLUSTER SHARDS", reply) }
         var ranges: [SlotRange] = [], primaries: [RedisNodeAddress] = [], replicas: [RedisNodeAddress] = []
         for shard in shards {
@@ -48,7 +49,8 @@ struct RedisClusterTopology: Equatable, Sendable {
             var primary: RedisNodeAddress?
             for node in nodes {
                 let node = try Self.map(node, "CLUSTER SHARDS")
-                guard let port = node["port"].flatMap(Self.integer), let address = Self.address(
+                let port = (tls ? node["tls-port"].flatMap(Self.integer) : nil) ?? node["port"].flatMap(Self.integer)
+                guard let port, let address = Self.address(
                     endpoint: node["endpoint"]?.bytes, ip: node["ip"]?.bytes, port: port, askedHost: askedHost) else { continue }
                 let isPrimary = node["role"]?.bytes.map { String(decoding: $0, as: UTF8.self) } == "master"
                 if isPrimary && primary == nil { primary = address } else { replicas.append(address) }
@@ -65,7 +67,8 @@ struct RedisClusterTopology: Equatable, Sendable {
     }
 
     /// The topology in a `CLUSTER SLOTS` reply: an array of ranges, each its first and last
-    /// slot, then its primary and its replicas as `[endpoint, port, id, ...]`.
+    /// slot, then its primary and its replicas as `[endpoint, port, id, ...]`. The ports are
+    /// those of the asking connection's kind: a TLS connection is given TLS ports.
     /// - Throws: `RedisClientError` of kind `.protocolViolation` for a reply of another shape.
     init(slots reply: RESPValue, askedHost: String) throws(RedisClientError) {
         guard case .array(let entries?) = reply else { throw Self.malformed("CLUSTER SLOTS", reply) }

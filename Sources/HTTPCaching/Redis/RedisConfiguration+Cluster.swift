@@ -37,8 +37,7 @@ extension RedisConfiguration {
     /// A configuration from `redis-cluster://[user:password@]host[:port][,host[:port]...]`: the
     /// first node becomes `host`:`port`, the others `clusterSeeds`; a port left out is 6379.
     /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL.
-    init(clusterURL text: String, keyPrefix: String) throws(HTTPCachingError) {
-        func invalid(_ reason: String) -> HTTPCachingError { .invalidURL("'\(Self.redacted(text))': \(reason)") }
+    init(clusterURL text: String, keyPrefix: String, _ invalid: (String) -> HTTPCachingError) throws(HTTPCachingError) {
         let rest = text.dropFirst("redis-cluster://".count)
         guard !rest.contains("?") && !rest.contains("#") else { throw invalid("a query or fragment is not supported") }
         let authority = rest.prefix { $0 != "/" }

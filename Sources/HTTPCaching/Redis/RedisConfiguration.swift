@@ -3,9 +3,8 @@ import Foundation
 /// Where a `RedisResponseStore` finds its server, how it talks to it, and how it stores entries.
 ///
 /// Set the fields, or parse a URL: `redis://[user:password@]host:port[/db]` for one server,
-/// `redis-cluster://[user:password@]host:port[,host:port...]` for a Redis Cluster. TLS
-/// (`rediss://`) is not supported: reach a remote server over a private network, or through a
-/// local TLS proxy such as stunnel.
+/// `redis-cluster://[user:password@]host:port[,host:port...]` for a Redis Cluster, and
+/// `rediss://` or `rediss-cluster://` for the same over TLS (see `RedisTLSOptions`).
 public struct RedisConfiguration: Sendable, Equatable {
     /// The server's host name or address. The default is `localhost`.
     public var host: String
@@ -49,6 +48,9 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// More nodes of the cluster to learn its topology from when `host`:`port` does not
     /// answer; used only when `isCluster` is set. The default is none.
     public var clusterSeeds: [RedisNodeAddress]
+    /// How to speak TLS to the server (every node of a cluster); nil speaks plain TCP. A
+    /// `rediss://` or `rediss-cluster://` URL sets it. The default is nil.
+    public var tls: RedisTLSOptions?
 
     /// The key prefix used when none is given: `http-cache:`.
     public static let defaultKeyPrefix = "http-cache:"
@@ -58,7 +60,7 @@ public struct RedisConfiguration: Sendable, Equatable {
                 database: Int = 0, keyPrefix: String = RedisConfiguration.defaultKeyPrefix,
                 connectTimeout: TimeInterval = 0.5, commandTimeout: TimeInterval = 1, retryDelay: TimeInterval = 1,
                 poolSize: Int = 8, maximumTimeToLive: TimeInterval = 7 * 86_400, maxEntrySize: Int = 8 << 20,
-                isCluster: Bool = false, clusterSeeds: [RedisNodeAddress] = []) {
+                isCluster: Bool = false, clusterSeeds: [RedisNodeAddress] = [], tls: RedisTLSOptions? = nil) {
         self.host = host
         self.port = port
         self.username = username
@@ -73,25 +75,27 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.maxEntrySize = maxEntrySize
         self.isCluster = isCluster
         self.clusterSeeds = clusterSeeds
+        self.tls = tls
     }
 
     /// A configuration from a URL, `redis://[user:password@]host[:port][/db]`, or for a Redis
     /// Cluster `redis-cluster://[user:password@]host[:port][,host[:port]...]` (the first node
     /// becomes `host`:`port`, the others `clusterSeeds`), with the other fields at their
     /// defaults. A port left out is 6379. User and password may be percent-encoded;
-    /// `redis://:secret@host` gives a password alone.
+    /// `redis://:secret@host` gives a password alone. `rediss://` and `rediss-cluster://` are
+    /// the same over TLS (`tls`), and take options in the query, each a percent-encoded path:
+    /// `cacert` (`RedisTLSOptions.caFile`), `cert` and `key` (the client certificate).
     /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL.
-    public init(url text: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(HTTPCachingError) {
-        func invalid(_ reason: String) -> HTTPCachingError { .invalidURL("'\(Self.redacted(text))': \(reason)") }
+    public init(url original: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(HTTPCachingError) {
+        func invalid(_ reason: String) -> HTTPCachingError { .invalidURL("'\(Self.redacted(original))': \(reason)") }
+        let (text, tls) = try Self.splitTLS(original, invalid)
         let lowered = text.lowercased()
-        if lowered.hasPrefix("rediss://") {
-            throw invalid("TLS (rediss://) is not supported; use a local TLS proxy such as stunnel, or a private network")
-        }
         if lowered.hasPrefix("redis-cluster://") {
-            self = try RedisConfiguration(clusterURL: text, keyPrefix: keyPrefix)
+            self = try RedisConfiguration(clusterURL: text, keyPrefix: keyPrefix, invalid)
+            self.tls = tls
             return
         }
-        guard lowered.hasPrefix("redis://") else { throw invalid("not a redis:// or redis-cluster:// URL") }
+        guard lowered.hasPrefix("redis://") else { throw invalid("not a redis://, rediss://, redis-cluster:// or rediss-cluster:// URL") }
         // The port is checked by hand first, for a clearer message than "not a valid URL".
         let authority = text.dropFirst(8).prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
         let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
@@ -118,7 +122,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         let password = components.password
         if user != nil && password == nil { throw invalid("a user without a password (write redis://user:password@host)") }
         self.init(host: host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host,
-                  port: port, username: user, password: password, database: database, keyPrefix: keyPrefix)
+                  port: port, username: user, password: password, database: database, keyPrefix: keyPrefix, tls: tls)
     }
 
     /// Checks every field.
@@ -140,6 +144,7 @@ public struct RedisConfiguration: Sendable, Equatable {
                   "maximumTimeToLive \(maximumTimeToLive) is not a positive number of seconds")
         try check(maxEntrySize >= 0, "maxEntrySize \(maxEntrySize) is negative")
         try validateCluster()
+        try tls?.validate()
     }
 
     /// The URL with any password replaced by `***`, for messages.

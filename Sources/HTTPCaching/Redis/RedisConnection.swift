@@ -37,7 +37,8 @@ struct RedisClientError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// One TCP connection to a Redis server, speaking RESP2.
+/// One TCP connection to a Redis server, speaking RESP2, over TLS when the store's
+/// configuration asks for it (`RedisTLSSession`).
 ///
 /// Not thread-safe: the pool hands a connection to one caller at a time (hence
 /// `@unchecked Sendable`). Any failure during a call (a timeout, a closed socket, a reply that
@@ -45,6 +46,7 @@ struct RedisClientError: Error, Equatable, CustomStringConvertible {
 /// answer to a later command.
 final class RedisConnection: @unchecked Sendable {
     private var fd: Int32
+    private var tls: RedisTLSSession?
     private var parser: RESPParser
     private var scratch = [UInt8](repeating: 0, count: 64 << 10)
 
@@ -58,13 +60,25 @@ final class RedisConnection: @unchecked Sendable {
 
     deinit { close() }
 
-    /// Opens a connection, then authenticates and selects the database as configured.
+    /// Opens a connection (with a TLS handshake when `tls` is given), then authenticates and
+    /// selects the database as configured.
     /// - Throws: `RedisClientError` of kind `.connect` (or `.timeout`) when there is no
-    ///   connection within `connectTimeout`, `.handshake` when `AUTH` or `SELECT` is refused.
-    static func open(_ configuration: RedisConfiguration, limits: RESPParser.Limits) throws(RedisClientError) -> RedisConnection {
+    ///   connection within `connectTimeout` (a TLS handshake that fails included),
+    ///   `.handshake` when `AUTH` or `SELECT` is refused.
+    static func open(_ configuration: RedisConfiguration, limits: RESPParser.Limits,
+                     tls: RedisTLSContext?) throws(RedisClientError) -> RedisConnection {
         let deadline = Deadline(after: configuration.connectTimeout)
         let fd = try connectSocket(host: configuration.host, port: configuration.port, deadline: deadline)
         let connection = RedisConnection(fd: fd, limits: limits)
+        if let tls {
+            do throws(RedisClientError) {
+                connection.tls = try RedisTLSSession(context: tls, fd: fd, host: configuration.host, port: configuration.port,
+                                                     deadline: deadline)
+            } catch {
+                connection.close()
+                throw error
+            }
+        }
         var handshake: [RedisCommand] = []
         if let password = configuration.password {
             handshake.append(configuration.username.map { RedisCommand("AUTH", $0, password) } ?? RedisCommand("AUTH", password))
@@ -123,7 +137,7 @@ final class RedisConnection: @unchecked Sendable {
     /// Whether an idle connection can take a command: nothing unread is waiting and the server
     /// has not closed it (a restarted server closes every connection it had).
     var isUsableWhenIdle: Bool {
-        guard !isBroken, parser.bufferedByteCount == 0 else { return false }
+        guard !isBroken, parser.bufferedByteCount == 0, tls?.hasPendingInput != true else { return false }
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&entry, 1, 0) == 0
     }
@@ -131,6 +145,8 @@ final class RedisConnection: @unchecked Sendable {
     /// Closes the socket; later calls fail.
     func close() {
         isBroken = true
+        tls?.shutdown()
+        tls = nil
         if fd >= 0 {
             _ = systemClose(fd)
             fd = -1
@@ -140,6 +156,10 @@ final class RedisConnection: @unchecked Sendable {
     // MARK: - Socket
 
     private func send(_ bytes: [UInt8], deadline: Deadline, what: String) throws(RedisClientError) {
+        if let tls {
+            try tls.write(bytes, deadline: deadline, what: what)
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let sent = bytes.withUnsafeBytes { buffer in
@@ -158,6 +178,12 @@ final class RedisConnection: @unchecked Sendable {
     }
 
     private func receive(deadline: Deadline, what: String) throws(RedisClientError) {
+        if let tls {
+            // OpenSSL may hold bytes already read: ask it first, it waits only when it has none.
+            let count = try tls.read(into: &scratch, deadline: deadline, what: "the reply to \(what)")
+            scratch.withUnsafeBytes { parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            return
+        }
         while true {
             // Wait first: right after a send, a reply is almost never there yet, and a recv
             // that finds nothing would cost a system call.
@@ -182,8 +208,8 @@ final class RedisConnection: @unchecked Sendable {
     }
 
     /// Waits until `fd` is ready for `events` (or has an error to report), or the deadline.
-    private static func wait(fd: Int32, for events: Int16, deadline: Deadline,
-                             timeout: () -> RedisClientError) throws(RedisClientError) {
+    static func wait(fd: Int32, for events: Int16, deadline: Deadline,
+                     timeout: () -> RedisClientError) throws(RedisClientError) {
         while true {
             let milliseconds = deadline.remainingMilliseconds
             guard milliseconds > 0 else { throw timeout() }
@@ -269,12 +295,12 @@ struct Deadline {
 
 #if canImport(Glibc)
 private let streamSocketType = Int32(SOCK_STREAM.rawValue)
-private let sendFlags = Int32(MSG_NOSIGNAL)
+let sendFlags = Int32(MSG_NOSIGNAL)
 private func systemClose(_ fd: Int32) -> Int32 { Glibc.close(fd) }
-private func systemSend(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int, _ flags: Int32) -> Int { Glibc.send(fd, bytes, count, flags) }
+func systemSend(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int, _ flags: Int32) -> Int { Glibc.send(fd, bytes, count, flags) }
 #else
 private let streamSocketType = SOCK_STREAM
-private let sendFlags: Int32 = 0 // SO_NOSIGPIPE is set on the socket instead
+let sendFlags: Int32 = 0 // SO_NOSIGPIPE is set on the socket instead
 private func systemClose(_ fd: Int32) -> Int32 { Darwin.close(fd) }
-private func systemSend(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int, _ flags: Int32) -> Int { Darwin.send(fd, bytes, count, flags) }
+func systemSend(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int, _ flags: Int32) -> Int { Darwin.send(fd, bytes, count, flags) }
 #endif

@@ -12,13 +12,16 @@ import Synchronization
 final class RedisConnectionPool: Sendable {
     let configuration: RedisConfiguration
     let limits: RESPParser.Limits
+    /// The TLS context every connection's session is made from; nil for plain TCP.
+    let tls: RedisTLSContext?
     private let permits: DispatchSemaphore
     private let idle = Mutex<[RedisConnection]>([])
     private let lastFailure = Mutex<(error: RedisClientError, until: UInt64)?>(nil)
 
-    init(configuration: RedisConfiguration, limits: RESPParser.Limits) {
+    init(configuration: RedisConfiguration, limits: RESPParser.Limits, tls: RedisTLSContext?) {
         self.configuration = configuration
         self.limits = limits
+        self.tls = tls
         permits = DispatchSemaphore(value: configuration.poolSize)
     }
 
@@ -59,7 +62,7 @@ final class RedisConnectionPool: Sendable {
             throw failure.error
         }
         do {
-            let connection = try RedisConnection.open(configuration, limits: limits)
+            let connection = try RedisConnection.open(configuration, limits: limits, tls: tls)
             lastFailure.withLock { $0 = nil }
             return connection
         } catch {

@@ -18,8 +18,8 @@ import Synchronization
 ///
 /// `entryCount`, `totalBytes` and the listing and removal calls walk the keys with `SCAN`
 /// (never `KEYS`), on every primary of a cluster: their cost grows with the number of keys in
-/// the database, so keep them off the request path. TLS is not supported: use a private
-/// network, or a local TLS proxy such as stunnel.
+/// the database, so keep them off the request path. `rediss://` (`RedisConfiguration.tls`)
+/// speaks TLS with the system's OpenSSL 3, verifying the server's certificate.
 ///
 /// On a Redis Cluster (`RedisConfiguration.isCluster`, or a `redis-cluster://` URL) each
 /// command goes to the primary serving its key's hash slot (see `RedisEntryLayout` for the
@@ -44,10 +44,14 @@ public final class RedisResponseStore: ResponseStore {
     static let batchSize = 500
 
     /// A store on the server a configuration names. It connects on first use, so it can be
-    /// made while the server is down.
-    /// - Throws: `HTTPCachingError.invalidValue` for a field out of range.
+    /// made while the server is down. With `tls` set it loads OpenSSL and reads the certificate
+    /// files at once.
+    /// - Throws: `HTTPCachingError.invalidValue` for a field out of range or a certificate file
+    ///   that cannot be read, `.unavailable` when `tls` is set and OpenSSL 3 (`libssl.so.3`)
+    ///   cannot be loaded: install the `libssl3` package.
     public init(configuration: RedisConfiguration, transform: (any StoreTransform)? = nil) throws(HTTPCachingError) {
         try configuration.validate()
+        let tls = try configuration.tls.map { options throws(HTTPCachingError) in try RedisTLSContext(options) }
         self.configuration = configuration
         self.transform = transform
         layout = RedisEntryLayout(prefix: configuration.keyPrefix)
@@ -58,14 +62,17 @@ public final class RedisResponseStore: ResponseStore {
         let limits = RESPParser.Limits(maxBulkLength: bulk, maxArrayCount: 1 << 20, maxDepth: 4,
                                        maxLineLength: 64 << 10, maxReplyBytes: 2 * bulk + (1 << 20))
         backend = configuration.isCluster
-            ? .cluster(RedisClusterRouter(configuration: configuration, limits: limits))
-            : .server(RedisConnectionPool(configuration: configuration, limits: limits))
+            ? .cluster(RedisClusterRouter(configuration: configuration, limits: limits, tls: tls))
+            : .server(RedisConnectionPool(configuration: configuration, limits: limits, tls: tls))
     }
 
     /// A store on the server a URL names, `redis://[user:password@]host:port[/db]`, or on the
-    /// cluster `redis-cluster://[user:password@]host:port[,host:port...]`, with the other
+    /// cluster `redis-cluster://[user:password@]host:port[,host:port...]`, over TLS with
+    /// `rediss://` and `rediss-cluster://` (`?cacert=PATH` for a private CA), with the other
     /// settings at their defaults.
-    /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL.
+    /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL; for TLS,
+    ///   `.invalidValue` when a certificate file cannot be read and `.unavailable` when
+    ///   OpenSSL 3 cannot be loaded (install `libssl3`).
     public convenience init(url: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix,
                             transform: (any StoreTransform)? = nil) throws(HTTPCachingError) {
         try self.init(configuration: RedisConfiguration(url: url, keyPrefix: keyPrefix), transform: transform)

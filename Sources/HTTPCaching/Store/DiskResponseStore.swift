@@ -73,6 +73,14 @@ public final class DiskResponseStore: ResponseStore {
         set { handler.withLock { $0 = newValue } }
     }
 
+    /// Called with the keys whose entries another process replaced or removed, as the journal
+    /// tells them (nil: every entry, after a removal of all), outside the store's lock; a
+    /// tiered store drops them from memory. The default is nil.
+    var changeHandler: (@Sendable ([CacheKey]?) -> Void)? {
+        get { changes.withLock { $0 } }
+        set { changes.withLock { $0 = newValue } }
+    }
+
     /// The folder the files are in: `directory`, or a session's own folder.
     let files: StoreDirectory
     let claimsFolder: StoreDirectory
@@ -86,6 +94,7 @@ public final class DiskResponseStore: ResponseStore {
     let queue = DispatchQueue(label: "swift-http-caching.disk-store", qos: .utility)
     let pending = DispatchGroup()
     private let handler = Mutex<(@Sendable ([CacheKey]) -> Void)?>(nil)
+    private let changes = Mutex<(@Sendable ([CacheKey]?) -> Void)?>(nil)
     /// The metadata of recently read entries, so reading one again skips parsing it.
     private let decodedMetadata = MetadataCache()
 

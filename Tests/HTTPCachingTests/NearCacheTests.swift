@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+@testable import HTTPCaching
+
+/// A tiered store's memory kept coherent across processes: a child process (`store-stress-worker
+/// near`) holds an entry in its memory tier, this process replaces or removes it in the shared
+/// back store, and the child stops serving the old body.
+@Suite("Near cache coherent across processes", .serialized)
+struct NearCacheTests {
+    /// An entry for a path of the worker's keys, with a text body.
+    private func entry(_ path: String, _ body: String) -> CacheEntry {
+        let url = URL(string: "http://stress.test\(path)")!
+        return CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: [:], body: Data(body.utf8),
+                          storedAt: Date())
+    }
+
+    /// Sends a line and returns the worker's answer.
+    private func ask(_ worker: Worker, _ line: String) -> String {
+        worker.send(line)
+        return worker.nextLine() ?? "(no answer)"
+    }
+
+    /// The child caches `/x` in memory; this process replaces it, then removes it.
+    private func replaceAndRemove(_ worker: Worker, write: (CacheEntry) throws -> Void, remove: (CacheKey) throws -> Void) throws {
+        let first = entry("/x", "v1")
+        try write(first)
+        #expect(ask(worker, "serving") == "serving")
+        #expect(ask(worker, "get /x") == "back v1")
+        #expect(ask(worker, "get /x") == "near v1", "the second read is a near hit")
+        try write(entry("/x", "v2"))
+        #expect(eventually(timeout: 5) { ask(worker, "get /x") != "near v1" }, "the replaced entry stopped being served")
+        #expect(eventually(timeout: 5) { ask(worker, "get /x") == "near v2" }, "the new entry fills memory again")
+        try remove(first.key)
+        #expect(eventually(timeout: 5) { ask(worker, "get /x") == "none" }, "the removed entry stopped being served")
+        worker.closeInput()
+        #expect(worker.waitForExit())
+    }
+
+    @Test("Redis: another process replaces, then removes, an entry held in the near cache; it stops being served", .redisServer)
+    func redisReplaceAndRemove() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let writer = try server.makeStore(prefix: RedisConfiguration.defaultKeyPrefix)
+        let worker = try Worker(["near", "redis://127.0.0.1:\(server.port)", "0.05"])
+        try replaceAndRemove(worker, write: { try writer.write($0) }, remove: { try writer.removeEntry(for: $0) })
+    }
+
+    @Test("disk: another process replaces, then removes, an entry held in the tiered store's memory; it stops being served")
+    func diskReplaceAndRemove() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DiskResponseStore(directory: directory.url)
+        defer { writer.close() }
+        let worker = try Worker(["near", directory.path, "1"])
+        try replaceAndRemove(worker, write: { try writer.write($0) }, remove: { try writer.removeEntry(for: $0) })
+    }
+
+    @Test("Redis: killing the invalidation connection empties the near cache and bypasses it until tracking is back", .redisServer)
+    func redisConnectionLost() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let writer = try server.makeStore(prefix: RedisConfiguration.defaultKeyPrefix)
+        try writer.write(entry("/x", "v1"))
+        // A retry delay of 3 s: long enough to look at the near cache while it is bypassed.
+        let worker = try Worker(["near", "redis://127.0.0.1:\(server.port)", "3"])
+        #expect(ask(worker, "serving") == "serving")
+        _ = ask(worker, "get /x")
+        #expect(ask(worker, "get /x") == "near v1")
+        #expect(try server.command("CLIENT", "KILL", "TYPE", "pubsub") == .integer(1))
+        #expect(ask(worker, "lost") == "lost")
+        #expect(ask(worker, "get /x") == "back v1", "bypassed: read from Redis")
+        #expect(ask(worker, "get /x") == "back v1", "not put into memory while nothing tells of changes")
+        try writer.write(entry("/x", "v2")) // unseen by the worker's tracking, which is down
+        #expect(ask(worker, "serving") == "serving", "tracking is back after the retry delay")
+        #expect(ask(worker, "get /x") == "back v2", "memory was emptied: nothing older is served")
+        #expect(ask(worker, "get /x") == "near v2")
+        try writer.write(entry("/x", "v3"))
+        #expect(eventually(timeout: 5) { ask(worker, "get /x") != "near v2" }, "invalidations flow again")
+        worker.closeInput()
+        #expect(worker.waitForExit())
+    }
+
+    @Test("in one process: a tiered store in front of Redis drops what another store on the prefix replaces", .redisServer)
+    func redisInProcess() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let prefix = "near-\(UUID().uuidString):"
+        let writer = try server.makeStore(prefix: prefix)
+        let tiered = TieredResponseStore(back: try server.makeStore(prefix: prefix))
+        #expect(eventually(timeout: 10) { tiered.servesFromMemory })
+        let old = entry("/y", "old")
+        try writer.write(old)
+        #expect(try tiered.entry(for: old.key)?.body == Data("old".utf8))
+        #expect(tiered.immediateEntry(for: old.key) == .found(try #require(try tiered.entry(for: old.key))))
+        try writer.write(entry("/y", "new"))
+        #expect(eventually(timeout: 5) { tiered.immediateEntry(for: old.key) == .needsIO })
+        #expect(try tiered.entry(for: old.key)?.body == Data("new".utf8))
+        #expect(try server.command("FLUSHALL").isOK)
+        #expect(eventually(timeout: 5) { tiered.memory.entryCount == 0 }, "a flush empties memory")
+    }
+}

@@ -14,12 +14,15 @@ import LoopbackOrigin
 /// ephemeral port, and skips itself when there is none.
 enum RedisBench {
     static let sizes = [(suffix: "", bytes: 1024, requests: 400), (suffix: "_100k", bytes: 100 * 1024, requests: 150)]
-    static let variants = ["memory", "disk", "redis"]
+    /// "near": a tiered store in front of Redis (its memory a near cache kept coherent by
+    /// client-side caching).
+    static let variants = ["memory", "disk", "redis", "near"]
     static let hotKeys = 8
 
     /// Prints the table and returns the `ratio.` lines and any problems (requests that failed
     /// or reached the origin).
-    static func run(origin: LoopbackOrigin, rounds: Int) -> (lines: [String], problems: [String]) {
+    /// Then the near cache's invalidation delay: 4 reader processes, `writes` writes.
+    static func run(origin: LoopbackOrigin, rounds: Int, writes: Int = 1000) -> (lines: [String], problems: [String]) {
         guard let executable = findRedisServer() else {
             print("\nredis: skipped (redis-server not found)")
             return ([], [])
@@ -32,7 +35,13 @@ enum RedisBench {
         }
         defer { server.stop() }
         do {
-            return try measure(origin: origin, rounds: rounds, port: server.port, directory: directory)
+            var result = try measure(origin: origin, rounds: rounds, port: server.port, directory: directory)
+            let delay = try NearBench.invalidationLatency(port: server.port, processes: 4, writes: writes)
+            print("near cache: a replaced entry left 4 other processes' memory \(String(format: "%.2f", delay.p50)) ms after its write " +
+                  "returned (median), \(String(format: "%.2f", delay.p99)) ms (99th percentile of \(writes) writes x 4 processes)")
+            result.lines.append("redis.invalidation_p50_ms=\(String(format: "%.2f", delay.p50))")
+            result.lines.append("redis.invalidation_p99_ms=\(String(format: "%.2f", delay.p99))")
+            return result
         } catch {
             return ([], ["redis: \(error)"])
         }
@@ -43,7 +52,13 @@ enum RedisBench {
         let redis = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: "bench:"))
         let disk = try DiskResponseStore(directory: directory.appendingPathComponent("disk"), byteLimit: 1 << 30)
         defer { disk.close() }
-        let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk, "redis": redis]
+        let near = TieredResponseStore(memory: try MemoryResponseStore(byteLimit: 256 << 20),
+                                       back: try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port,
+                                                                                                      keyPrefix: "bench-near:")))
+        let tracking = now() + 10
+        while !near.servesFromMemory && now() < tracking { usleep(1000) } // the invalidation connection is tracking
+        let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk, "redis": redis,
+                                                   "near": near]
         var sessions: [String: URLSession] = [:]
         // Anything but a fresh hit during the measured rounds is reported with its reason.
         let measuring = Atomic<Bool>(false)
@@ -138,6 +153,7 @@ enum RedisBench {
             let memory = m["memory"] ?? .nan
             lines.append("ratio.redis_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["redis"] ?? .nan) / memory))")
             lines.append("ratio.disk_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["disk"] ?? .nan) / memory))")
+            lines.append("ratio.near_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["near"] ?? .nan) / memory))")
         }
         let unique = Array(Set(problems)).sorted()
         if !unique.isEmpty {

@@ -1,5 +1,6 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
-// `swift run -c release cache-bench [--quick] [--redis-only] [--redis-cluster-only]`. Times are medians of interleaved rounds.
+// `swift run -c release cache-bench [--quick] [--redis-only] [--redis-cluster-only]` (`--redis-only`
+// includes the near cache: its hits and its invalidation delay). Times are medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -51,6 +52,12 @@ if let index = arguments.firstIndex(of: "--fill-worker"), arguments.count > inde
     exit(0)
 }
 
+// `--near-worker PORT`: one reader process of the near cache's invalidation benchmark.
+if let index = arguments.firstIndex(of: "--near-worker"), arguments.count > index + 1, let port = Int(arguments[index + 1]) {
+    try NearBench.worker(port: port)
+    exit(0)
+}
+
 // `--disk-reads-only BYTES OPERATIONS`: store reads, then plain-file reads, nothing else, for a profiler.
 if let index = arguments.firstIndex(of: "--disk-reads-only"), arguments.count > index + 2,
    let bytes = Int(arguments[index + 1]), let operations = Int(arguments[index + 2]) {
@@ -97,7 +104,7 @@ if arguments.contains("--redis-cluster-only") {
 // `--redis-only`: fresh hits from a Redis store against memory and disk stores.
 if arguments.contains("--redis-only") {
     let origin = try LoopbackOrigin()
-    let redis = RedisBench.run(origin: origin, rounds: rounds)
+    let redis = RedisBench.run(origin: origin, rounds: rounds, writes: quick ? 200 : 1000)
     origin.stop()
     print("")
     for line in redis.lines { print(line) }
@@ -212,7 +219,7 @@ print("\ndisk store reads of 1 KB entries with two processes reading one directo
 lines.append("rps.shared_disk_hit_2proc=\(Int(shared))")
 
 disk.cleanUp() // here, not in a defer: exit() below skips defer in top-level code
-let redis = RedisBench.run(origin: origin, rounds: rounds)
+let redis = RedisBench.run(origin: origin, rounds: rounds, writes: quick ? 200 : 1000)
 lines += redis.lines
 let redisCluster = RedisClusterBench.run(origin: origin, rounds: rounds, total: total)
 lines += redisCluster.lines

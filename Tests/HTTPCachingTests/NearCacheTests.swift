@@ -98,3 +98,31 @@ struct NearCacheTests {
         #expect(eventually(timeout: 5) { tiered.memory.entryCount == 0 }, "a flush empties memory")
     }
 }
+
+@Suite("Near cache limits")
+struct NearCacheLimitTests {
+    @Test("in front of a Redis Cluster, memory never serves: every read goes to Redis")
+    func clusterNeverServes() throws {
+        var configuration = RedisConfiguration(host: "127.0.0.1", port: 1, connectTimeout: 0.1, commandTimeout: 0.1, retryDelay: 0)
+        configuration.isCluster = true
+        let tiered = TieredResponseStore(back: try RedisResponseStore(configuration: configuration))
+        let url = URL(string: "http://near.test/c")!
+        let entry = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: [:], body: Data("c".utf8), storedAt: Date())
+        tiered.memory.write(entry)
+        #expect(!tiered.servesFromMemory)
+        #expect(tiered.immediateEntry(for: entry.key) == .needsIO)
+        #expect(throws: HTTPCachingError.self) { try tiered.entry(for: entry.key) }
+    }
+
+    @Test("in front of a Redis that is down, memory does not serve and reads fail as the store's own")
+    func redisDownNeverServes() throws {
+        let configuration = RedisConfiguration(host: "127.0.0.1", port: 1, connectTimeout: 0.1, commandTimeout: 0.1, retryDelay: 0.05)
+        let tiered = TieredResponseStore(back: try RedisResponseStore(configuration: configuration))
+        let url = URL(string: "http://near.test/d")!
+        let entry = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: [:], body: Data("d".utf8), storedAt: Date())
+        #expect(throws: HTTPCachingError.self) { try tiered.write(entry) }
+        #expect(tiered.memory.entry(for: entry.key) == nil)
+        #expect(!tiered.servesFromMemory)
+        #expect(throws: HTTPCachingError.self) { try tiered.entry(for: entry.key) }
+    }
+}

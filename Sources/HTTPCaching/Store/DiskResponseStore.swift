@@ -252,17 +252,23 @@ public final class DiskResponseStore: ResponseStore {
         }
     }
 
-    /// Counts a read as a use: in the index now, in the journal with the next batch.
+    /// Counts a read as a use: in the index now, in the journal with the next batch. An entry
+    /// replaced since the journal was read is a change `changeHandler` hears of now (the
+    /// journal's line for it will find the index up to date).
     private func recordRead(of name: EntryName, _ entry: CacheEntry) {
-        let wantsFlush = state.withLock { state -> Bool in
+        let (wantsFlush, replaced) = state.withLock { state -> (Bool, Bool) in
+            var replaced = false
             switch state.index.touch(name, ifGeneration: entry.generation) {
             case .touched: break
-            case .unknown: return false // the journal will tell
-            case .otherGeneration: state.index.put(name, IndexEntry(entry)) // replaced since we read the journal
+            case .unknown: return (false, false) // the journal will tell
+            case .otherGeneration:
+                state.index.put(name, IndexEntry(entry)) // replaced since we read the journal
+                replaced = true
             }
             state.pendingAccesses.append(name)
-            return state.pendingAccesses.count >= Self.accessBatch && state.maintenance == .idle
+            return (state.pendingAccesses.count >= Self.accessBatch && state.maintenance == .idle, replaced)
         }
+        if replaced, let handler = changeHandler { handler([entry.key]) }
         if wantsFlush { scheduleMaintenance() }
     }
 

@@ -29,7 +29,9 @@ public final class TieredResponseStore: ResponseStore {
     public let back: any ResponseStore
 
     private let shared = Shared()
-    private let coherence: NearCoherence
+    let coherence: NearCoherence
+    /// For tests: runs in `entry(for:)` after the back store answered, before memory is filled.
+    let afterBackRead = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// A tiered store. The default front is a `MemoryResponseStore` of 32 MiB and 1,000 entries.
     /// In front of a disk or Redis store, memory follows what other processes change (see the
@@ -101,6 +103,7 @@ public final class TieredResponseStore: ResponseStore {
         let ticket = coherence.ticket
         let before = shared.versions.withLock { $0[stripe] }
         guard let entry = try back.entry(for: key) else { return nil }
+        afterBackRead.withLock { $0 }?()
         shared.versions.withLock { versions in
             if versions[stripe] == before && coherence.allows(ticket) { _ = fill(entry) }
         }

@@ -54,8 +54,8 @@ public final class TieredResponseStore: ResponseStore {
         }
         if let disk = back as? DiskResponseStore {
             let coherence = self.coherence, previous = disk.changeHandler
-            disk.changeHandler = { keys in
-                coherence.changed(keys)
+            disk.changeHandler = { [weak coherence] keys in
+                coherence?.changed(keys) // gone with this store, memory and all
                 previous?(keys)
             }
             JournalFollower.shared.follow(disk)

@@ -80,6 +80,20 @@ struct NearCacheTests {
         #expect(worker.waitForExit())
     }
 
+    @Test("Redis: an invalidation connection gone silent (the server stopped with SIGSTOP) is found by its PING; memory serves again once it answers", .redisServer)
+    func redisSilentConnection() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let worker = try Worker(["near", "redis://127.0.0.1:\(server.port)", "0.05"])
+        #expect(ask(worker, "serving") == "serving")
+        server.pause()
+        #expect(ask(worker, "lost") == "lost", "a second of silence, then a PING unanswered within the command timeout")
+        server.resume()
+        #expect(ask(worker, "serving") == "serving")
+        worker.closeInput()
+        #expect(worker.waitForExit())
+    }
+
     @Test("reads racing 300 replacements never leave an older entry in the near cache once the writes stop", .redisServer)
     func racingReadsLeaveNoStaleFill() throws {
         let server = try RedisServer()

@@ -1,9 +1,9 @@
 import Foundation
 import HTTPCaching
 
-/// How soon a near cache (a tiered store in front of Redis) stops serving an entry another
-/// process replaced: one writer (this process) and several readers (copies of this one,
-/// `--near-worker PORT`), each holding the entry in its near cache. For each write the readers
+/// How soon a near cache (a tiered store in front of Redis, or of a disk store) stops serving an
+/// entry another process replaced: one writer (this process) and several readers (copies of
+/// this one, `--near-worker PORT|DIRECTORY`), each holding the entry in its memory. For each write the readers
 /// say when their copy left memory (the monotonic clock, which every process shares), and the
 /// delay after the write returned is sampled (0 when the copy left before it returned).
 enum NearBench {
@@ -11,10 +11,12 @@ enum NearBench {
     static let url = URL(string: "http://bench.test/invalidation")!
 
     /// - Returns: the 50th and 99th percentiles of the delays, in milliseconds.
-    static func invalidationLatency(port: Int, processes: Int, writes: Int) throws -> (p50: Double, p99: Double) {
-        let writer = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: prefix))
+    /// `store`: a Redis server's port, or a disk store's directory.
+    static func invalidationLatency(store: String, processes: Int, writes: Int) throws -> (p50: Double, p99: Double) {
+        let writer = try open(store)
+        defer { (writer as? DiskResponseStore)?.close() }
         try writer.write(entry(version: 0))
-        let children = try (0..<processes).map { _ in try Child(port: port) }
+        let children = try (0..<processes).map { _ in try Child(store: store) }
         defer { children.forEach { $0.finish() } }
         for child in children where child.line() != "ready" { throw CocoaError(.featureUnsupported) }
         var delays: [Double] = []
@@ -42,9 +44,8 @@ enum NearBench {
     /// A reader: a near cache on the server at `port`; says "ready" once it is tracking, then for
     /// each "watch V" fills memory with version V, says "primed", waits (polling memory every
     /// 100 µs) until that copy is gone, and says "gone <monotonic nanoseconds>".
-    static func worker(port: Int) throws {
-        let tiered = TieredResponseStore(back: try RedisResponseStore(configuration: RedisConfiguration(
-            host: "127.0.0.1", port: port, keyPrefix: prefix, retryDelay: 0.05)))
+    static func worker(store: String) throws {
+        let tiered = TieredResponseStore(back: try open(store))
         let key = CacheKey(url: url)
         let deadline = now() + 10
         while !tiered.servesFromMemory && now() < deadline { usleep(1000) }
@@ -66,6 +67,12 @@ enum NearBench {
         }
     }
 
+    /// A Redis store on the port `store` names, else a disk store in the directory.
+    private static func open(_ store: String) throws -> any ResponseStore {
+        guard let port = Int(store) else { return try DiskResponseStore(directory: URL(fileURLWithPath: store)) }
+        return try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: prefix, retryDelay: 0.05))
+    }
+
     private static func say(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
@@ -74,9 +81,9 @@ enum NearBench {
         let process = Process()
         private let input = Pipe(), output = Pipe()
 
-        init(port: Int) throws {
+        init(store: String) throws {
             process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            process.arguments = ["--near-worker", String(port)]
+            process.arguments = ["--near-worker", store]
             process.standardInput = input
             process.standardOutput = output
             try process.run()

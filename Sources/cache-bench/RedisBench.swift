@@ -36,7 +36,7 @@ enum RedisBench {
         defer { server.stop() }
         do {
             var result = try measure(origin: origin, rounds: rounds, port: server.port, directory: directory)
-            let delay = try NearBench.invalidationLatency(port: server.port, processes: 4, writes: writes)
+            let delay = try NearBench.invalidationLatency(store: String(server.port), processes: 4, writes: writes)
             print("near cache: a replaced entry left 4 other processes' memory \(String(format: "%.2f", delay.p50)) ms after its write " +
                   "returned (median), \(String(format: "%.2f", delay.p99)) ms (99th percentile of \(writes) writes x 4 processes)")
             result.lines.append("redis.invalidation_p50_ms=\(String(format: "%.2f", delay.p50))")

@@ -15,7 +15,9 @@ import LoopbackOrigin
 /// `redis-server` on an ephemeral port, and skips itself when there is none.
 enum RedisBench {
     static let sizes = [(suffix: "", bytes: 1024, requests: 400), (suffix: "_100k", bytes: 100 * 1024, requests: 150)]
-    static let variants = ["memory", "disk", "redis"]
+    /// "near": a tiered store in front of Redis (its memory a near cache kept coherent by
+    /// client-side caching).
+    static let variants = ["memory", "disk", "redis", "near"]
     /// What each round measures: the stores through URLSession, and the anchor, a raw `GET`.
     static let measured = variants + ["raw"]
     static let hotKeys = 8
@@ -29,14 +31,15 @@ enum RedisBench {
     }
 
     /// Prints the table and returns the `ratio.` lines and any problems (requests that failed
-    /// or reached the origin); with `only`, runs that variant alone and prints its time.
-    static func run(origin: LoopbackOrigin, rounds: Int, only: Only? = nil) -> (lines: [String], problems: [String]) {
+    /// or reached the origin); with `only`, runs that variant alone and prints its time. Then
+    /// the near cache's invalidation delay: 4 reader processes, `writes` writes.
+    static func run(origin: LoopbackOrigin, rounds: Int, only: Only? = nil, writes: Int = 1000) -> (lines: [String], problems: [String]) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-redis-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         // A server of the caller's (for a profiler such as valgrind, under which starting one fails).
         if let given = ProcessInfo.processInfo.environment["CACHE_BENCH_REDIS_PORT"].flatMap(Int.init) {
             try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            return measure(origin: origin, rounds: rounds, only: only, port: given, directory: directory)
+            return measure(origin: origin, rounds: rounds, only: only, writes: writes, port: given, directory: directory)
         }
         guard let executable = findRedisServer() else {
             print("\nredis: skipped (redis-server not found)")
@@ -47,10 +50,11 @@ enum RedisBench {
             return ([], [])
         }
         defer { server.stop() }
-        return measure(origin: origin, rounds: rounds, only: only, port: server.port, directory: directory)
+        return measure(origin: origin, rounds: rounds, only: only, writes: writes, port: server.port, directory: directory)
     }
 
-    private static func measure(origin: LoopbackOrigin, rounds: Int, only: Only?, port: Int, directory: URL) -> (lines: [String], problems: [String]) {
+    private static func measure(origin: LoopbackOrigin, rounds: Int, only: Only?, writes: Int, port: Int,
+                                directory: URL) -> (lines: [String], problems: [String]) {
         do {
             let setup = try Setup(origin: origin, port: port, directory: directory)
             defer { setup.close() }
@@ -66,7 +70,13 @@ enum RedisBench {
                 return ([], problems + setup.watch.unexpected.withLock { Array($0) })
             }
             let samples = sample(setup, rounds: rounds, problems: &problems)
-            return report(samples, rounds: rounds, problems: problems + setup.watch.unexpected.withLock { Array($0) })
+            var result = report(samples, rounds: rounds, problems: problems + setup.watch.unexpected.withLock { Array($0) })
+            let delay = try NearBench.invalidationLatency(store: String(port), processes: 4, writes: writes)
+            print("near cache: a replaced entry left 4 other processes' memory \(String(format: "%.2f", delay.p50)) ms after its write " +
+                  "returned (median), \(String(format: "%.2f", delay.p99)) ms (99th percentile of \(writes) writes x 4 processes)")
+            result.lines.append("redis.invalidation_p50_ms=\(String(format: "%.2f", delay.p50))")
+            result.lines.append("redis.invalidation_p99_ms=\(String(format: "%.2f", delay.p99))")
+            return result
         } catch {
             return ([], ["redis: \(error)"])
         }
@@ -90,7 +100,13 @@ enum RedisBench {
             let prefix = "bench-\(UUID().uuidString.prefix(8)):"
             redis = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: prefix))
             disk = try DiskResponseStore(directory: directory.appendingPathComponent("disk"), byteLimit: 1 << 30)
-            let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk, "redis": redis]
+            let nearBack = RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: "bench-near-\(prefix)")
+            let near = TieredResponseStore(memory: try MemoryResponseStore(byteLimit: 256 << 20),
+                                           back: try RedisResponseStore(configuration: nearBack))
+            let tracking = now() + 10
+            while !near.servesFromMemory && now() < tracking { usleep(1000) } // the invalidation connection is tracking
+            let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk,
+                                                       "redis": redis, "near": near]
             for (name, store) in stores {
                 let cache = HTTPCache(configuration: CacheConfiguration(windows: windows), store: store)
                 observations.append(cache.observe { [watch] event in
@@ -211,6 +227,7 @@ enum RedisBench {
             lines.append("ratio.redis_hit_minus_memory_over_raw_get\(size.suffix)=\(formatRatio(added / rawGet))")
             lines.append("ratio.redis_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["redis"] ?? .nan) / memory))")
             lines.append("ratio.disk_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["disk"] ?? .nan) / memory))")
+            lines.append("ratio.near_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["near"] ?? .nan) / memory))")
         }
         let unique = Array(Set(problems)).sorted()
         if !unique.isEmpty {

@@ -1,5 +1,7 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
-// `swift run -c release cache-bench [--quick] [--disk-hits-only] [--redis-only] [--redis-cluster-only] [--redis-variant V B N]`. Times are medians of interleaved rounds.
+// `swift run -c release cache-bench [--quick] [--disk-hits-only] [--redis-only] [--redis-cluster-only] [--near-disk-only]
+// [--redis-variant V B N]` (`--redis-only` includes the near cache: its hits and its invalidation delay). Times are
+// medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -48,6 +50,21 @@ if let index = arguments.firstIndex(of: "--disk-shared-only"), arguments.count >
 if let index = arguments.firstIndex(of: "--fill-worker"), arguments.count > index + 3,
    let url = URL(string: arguments[index + 2]), let callers = Int(arguments[index + 3]) {
     try FleetBench.worker(directory: arguments[index + 1], url: url, callers: callers)
+    exit(0)
+}
+
+// `--near-worker PORT|DIRECTORY`: one reader process of the near cache's invalidation benchmark.
+if let index = arguments.firstIndex(of: "--near-worker"), arguments.count > index + 1 {
+    try NearBench.worker(store: arguments[index + 1])
+    exit(0)
+}
+
+// `--near-disk-only`: how soon a tiered store in front of a shared disk store drops a replaced entry.
+if arguments.contains("--near-disk-only") {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-near-\(UUID().uuidString)")
+    let delay = try NearBench.invalidationLatency(store: directory.path, processes: 4, writes: quick ? 200 : 1000)
+    try? FileManager.default.removeItem(at: directory)
+    print("disk.invalidation_p50_ms=\(String(format: "%.2f", delay.p50))\ndisk.invalidation_p99_ms=\(String(format: "%.2f", delay.p99))")
     exit(0)
 }
 
@@ -126,7 +143,7 @@ if let index = arguments.firstIndex(of: "--redis-variant"), arguments.count > in
 // `--redis-only`: fresh hits from a Redis store against memory and disk stores.
 if arguments.contains("--redis-only") {
     let origin = try LoopbackOrigin()
-    let redis = RedisBench.run(origin: origin, rounds: rounds)
+    let redis = RedisBench.run(origin: origin, rounds: rounds, writes: quick ? 200 : 1000)
     origin.stop()
     print("")
     for line in redis.lines { print(line) }
@@ -240,11 +257,18 @@ let shared = try disk.sharedHits(seconds: quick ? 0.5 : 2)
 print("\ndisk store reads of 1 KB entries with two processes reading one directory: \(Int(shared)) per second")
 lines.append("rps.shared_disk_hit_2proc=\(Int(shared))")
 
+let nearDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-near-\(UUID().uuidString)")
+let nearDisk = try NearBench.invalidationLatency(store: nearDirectory.path, processes: 4, writes: quick ? 200 : 1000)
+try? FileManager.default.removeItem(at: nearDirectory)
+print("tiered store in front of a shared disk store: a replaced entry left 4 other processes' memory " +
+      "\(String(format: "%.2f", nearDisk.p50)) ms (median), \(String(format: "%.2f", nearDisk.p99)) ms (99th percentile) after its write returned")
+lines.append("disk.invalidation_p99_ms=\(String(format: "%.2f", nearDisk.p99))")
+
 disk.cleanUp() // here, not in a defer: exit() below skips defer in top-level code
 let pageCachedHits = try DiskHitBench.run(origin: origin, rounds: rounds)
 lines += pageCachedHits.lines
 problems += pageCachedHits.problems
-let redis = RedisBench.run(origin: origin, rounds: rounds)
+let redis = RedisBench.run(origin: origin, rounds: rounds, writes: quick ? 200 : 1000)
 lines += redis.lines
 let redisCluster = RedisClusterBench.run(origin: origin, rounds: rounds, total: total)
 lines += redisCluster.lines

@@ -14,6 +14,8 @@
 //   store-stress-worker fill STORE URL CALLERS
 //       CALLERS concurrent GETs of URL through a cache over STORE (a directory or a redis://
 //       URL): one process of a fleet sharing a store (see SharedFill.swift).
+//   store-stress-worker near STORE RETRYDELAY
+//       A tiered store in front of STORE, driven by lines on its input (see NearCache.swift).
 import Foundation
 import HTTPCaching
 import HTTPCachingTestKit
@@ -52,6 +54,8 @@ case "secret" where arguments.count == 3:
 case "fill" where arguments.count == 5:
     guard let url = URL(string: arguments[3]), let callers = Int(arguments[4]) else { exit(2) }
     try SharedFill.run(store: arguments[2], url: url, callers: callers)
+case "near" where arguments.count == 4:
+    try NearCache.run(store: arguments[2], retryDelay: TimeInterval(arguments[3]) ?? 1)
 default:
     exit(2)
 }

@@ -117,17 +117,56 @@ final class RedisConnection: @unchecked Sendable {
             var replies: [RESPValue] = []
             replies.reserveCapacity(commands.count)
             while replies.count < commands.count {
-                let reply: RESPValue?
-                do {
-                    reply = try parser.next()
-                } catch {
-                    throw error.isOverLimit
-                        ? RedisClientError(.replyTooLarge, "Redis sent a reply too large to take: \(error.description)")
-                        : RedisClientError(.protocolViolation, "Redis sent a reply that is not RESP2: \(error.description)")
-                }
-                if let reply { replies.append(reply) } else { try receive(deadline: deadline, what: what) }
+                if let reply = try parsed() { replies.append(reply) } else { try receive(deadline: deadline, what: what) }
             }
             return replies
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// The next whole reply the parser holds, or nil until more bytes arrive.
+    private func parsed() throws(RedisClientError) -> RESPValue? {
+        do {
+            return try parser.next()
+        } catch {
+            throw error.isOverLimit
+                ? RedisClientError(.replyTooLarge, "Redis sent a reply too large to take: \(error.description)")
+                : RedisClientError(.protocolViolation, "Redis sent a reply that is not RESP2: \(error.description)")
+        }
+    }
+
+    /// Sends commands without reading their replies (on a subscribed connection, whose
+    /// replies and messages `read(within:)` takes as they come).
+    /// - Throws: `RedisClientError` when they cannot be sent within `timeout`; the connection
+    ///   is then closed.
+    func send(_ commands: [RedisCommand], timeout: TimeInterval) throws(RedisClientError) {
+        guard !isBroken else { throw RedisClientError(.closed, "the connection was closed after an earlier failure") }
+        var out: [UInt8] = []
+        for command in commands { command.encode(into: &out) }
+        do throws(RedisClientError) {
+            try send(out, deadline: Deadline(after: timeout), what: commands.first?.name ?? "nothing")
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// The next reply or message, waiting at most `timeout` for bytes; nil when none (or only
+    /// part of one) arrived in time.
+    /// - Throws: `RedisClientError` when the connection closes or the bytes are not RESP; the
+    ///   connection is then closed.
+    func read(within timeout: TimeInterval) throws(RedisClientError) -> RESPValue? {
+        guard !isBroken else { throw RedisClientError(.closed, "the connection was closed after an earlier failure") }
+        do throws(RedisClientError) {
+            if let value = try parsed() { return value }
+            do {
+                try receive(deadline: Deadline(after: timeout), what: "a message")
+            } catch where error.kind == .timeout {
+                return nil
+            }
+            return try parsed()
         } catch {
             close()
             throw error

@@ -39,6 +39,9 @@ struct RedisEntryLayout: Sendable {
 
     var secretKey: [UInt8] { prefix + Array("secret".utf8) }
 
+    /// What every entry key, of every format, starts with: the prefix, then `e`.
+    var entryPrefix: [UInt8] { prefix + Array("e".utf8) }
+
     /// The `SCAN MATCH` pattern of every entry key, of every format: the prefix with its glob
     /// characters escaped, then `e*`.
     var entryPattern: [UInt8] {

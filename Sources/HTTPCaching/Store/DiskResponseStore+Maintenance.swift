@@ -14,9 +14,13 @@ extension DiskResponseStore {
     // MARK: - The journal
 
     /// Follows the journal: applies what any process appended since the last call, or reads a
-    /// journal another process compacted (a new file) from its start.
+    /// journal another process compacted (a new file) from its start. The keys whose entries
+    /// this changed (replaced or removed by another process) go to `changeHandler`.
     func tail() {
         refreshJournal()
+        let handler = changeHandler
+        var changes = Changes(isWanted: handler != nil)
+        defer { if !changes.isEmpty, let handler { handler(changes.everything ? nil : changes.keys) } }
         // Each turn reads at most `FileHandleRef.readLimit` bytes; a turn that lost a race
         // with another thread's tail reads again.
         for _ in 0..<1024 {
@@ -29,6 +33,7 @@ extension DiskResponseStore {
                 let installed = state.withLock { state -> Bool in
                     guard state.journal === journal, state.replayed === replayed, state.cursor == cursor else { return false }
                     for name in state.pendingAccesses { fresh.touch(name) }
+                    changes.compare(state.index, fresh)
                     state.index = fresh
                     state.replayed = journal
                     state.cursor = replay.consumed
@@ -37,26 +42,37 @@ extension DiskResponseStore {
                 }
                 if installed && bytes.count < FileHandleRef.readLimit { return }
             } else {
-                let bytes = journal.read(from: cursor)
-                var records: [JournalRecord] = []
-                var lines = 0
-                let consumed = bytes.withUnsafeBytes { raw in
-                    Journal.forEachLine(raw) { line in
-                        lines += 1
-                        if let record = Journal.parse(line) { records.append(record) }
-                    }
-                }
-                guard consumed > 0 else { return }
-                let applied = state.withLock { state -> Bool in
-                    guard state.replayed === journal, state.cursor == cursor else { return false }
-                    for record in records { state.index.apply(record) }
-                    state.cursor += consumed
-                    state.journalLines += lines
-                    return true
-                }
-                if applied && bytes.count < FileHandleRef.readLimit { return }
+                guard let applied = tailAppended(journal, from: cursor, &changes) else { return }
+                if applied { return }
             }
         }
+    }
+
+    /// Applies the whole lines appended to the journal from `cursor`.
+    /// - Returns: nil when there were none, false when another thread's tail moved the cursor
+    ///   first or more bytes remain to read, true when done.
+    private func tailAppended(_ journal: FileHandleRef, from cursor: Int, _ changes: inout Changes) -> Bool? {
+        let bytes = journal.read(from: cursor)
+        var records: [JournalRecord] = []
+        var lines = 0
+        let consumed = bytes.withUnsafeBytes { raw in
+            Journal.forEachLine(raw) { line in
+                lines += 1
+                if let record = Journal.parse(line) { records.append(record) }
+            }
+        }
+        guard consumed > 0 else { return nil }
+        let applied = state.withLock { state -> Bool in
+            guard state.replayed === journal, state.cursor == cursor else { return false }
+            for record in records {
+                changes.note(record, in: state.index)
+                state.index.apply(record)
+            }
+            state.cursor += consumed
+            state.journalLines += lines
+            return true
+        }
+        return applied && bytes.count < FileHandleRef.readLimit
     }
 
     /// Switches to the journal now at `index.log` if another process replaced it.

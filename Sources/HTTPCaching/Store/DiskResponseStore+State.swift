@@ -56,3 +56,33 @@ final class MetadataCache: Sendable {
         }
     }
 }
+
+/// What following the journal changed: the keys of entries another process put (anew, or
+/// replacing another generation) or removed, for `DiskResponseStore.changeHandler`.
+struct Changes {
+    private(set) var keys: [CacheKey] = []
+    /// Every entry (a removal of all).
+    private(set) var everything = false
+    /// Whether anyone listens; nothing is noted otherwise.
+    let isWanted: Bool
+
+    var isEmpty: Bool { keys.isEmpty && !everything }
+
+    /// Notes what applying `record` to `index` changes.
+    mutating func note(_ record: JournalRecord, in index: Index) {
+        guard isWanted else { return }
+        switch record {
+        case .put(let name, let entry): if index[name]?.generation != entry.generation { keys.append(entry.key) }
+        case .remove(let name): if let old = index[name] { keys.append(old.key) }
+        case .clear: everything = true
+        case .access: break
+        }
+    }
+
+    /// Notes what replacing `old` by `new` (a journal read again from its start) changes.
+    mutating func compare(_ old: Index, _ new: Index) {
+        guard isWanted else { return }
+        for (name, entry) in new.entries where old[name]?.generation != entry.generation { keys.append(entry.key) }
+        for (name, entry) in old.entries where new[name] == nil { keys.append(entry.key) }
+    }
+}

@@ -73,6 +73,14 @@ public final class DiskResponseStore: ResponseStore {
         set { handler.withLock { $0 = newValue } }
     }
 
+    /// Called with the keys whose entries another process replaced or removed, as the journal
+    /// tells them (nil: every entry, after a removal of all), outside the store's lock; a
+    /// tiered store drops them from memory. The default is nil.
+    var changeHandler: (@Sendable ([CacheKey]?) -> Void)? {
+        get { changes.withLock { $0 } }
+        set { changes.withLock { $0 = newValue } }
+    }
+
     /// The folder the files are in: `directory`, or a session's own folder.
     let files: StoreDirectory
     let claimsFolder: StoreDirectory
@@ -86,6 +94,7 @@ public final class DiskResponseStore: ResponseStore {
     let queue = DispatchQueue(label: "swift-http-caching.disk-store", qos: .utility)
     let pending = DispatchGroup()
     private let handler = Mutex<(@Sendable ([CacheKey]) -> Void)?>(nil)
+    private let changes = Mutex<(@Sendable ([CacheKey]?) -> Void)?>(nil)
     /// The metadata of recently read entries, so reading one again skips parsing it.
     let decodedMetadata = MetadataCache()
     /// Whether reads are tried in place (`immediateEntry(for:)`): without a transform, on a
@@ -213,17 +222,23 @@ public final class DiskResponseStore: ResponseStore {
         return info
     }
 
-    /// Counts a read as a use: in the index now, in the journal with the next batch.
+    /// Counts a read as a use: in the index now, in the journal with the next batch. An entry
+    /// replaced since the journal was read is a change `changeHandler` hears of now (the
+    /// journal's line for it will find the index up to date).
     func recordRead(of name: EntryName, _ entry: CacheEntry) {
-        let wantsFlush = state.withLock { state -> Bool in
+        let (wantsFlush, replaced) = state.withLock { state -> (Bool, Bool) in
+            var replaced = false
             switch state.index.touch(name, ifGeneration: entry.generation) {
             case .touched: break
-            case .unknown: return false // the journal will tell
-            case .otherGeneration: state.index.put(name, IndexEntry(entry)) // replaced since we read the journal
+            case .unknown: return (false, false) // the journal will tell
+            case .otherGeneration:
+                state.index.put(name, IndexEntry(entry)) // replaced since we read the journal
+                replaced = true
             }
             state.pendingAccesses.append(name)
-            return state.pendingAccesses.count >= Self.accessBatch && state.maintenance == .idle
+            return (state.pendingAccesses.count >= Self.accessBatch && state.maintenance == .idle, replaced)
         }
+        if replaced, let handler = changeHandler { handler([entry.key]) }
         if wantsFlush { scheduleMaintenance() }
     }
 

@@ -27,6 +27,9 @@ import Synchronization
 /// primary is down its keys' calls throw `unavailable` at once (the cache then answers from
 /// the network and reports `storeFailed`); once a replica has taken its place the store finds
 /// it by itself. Replicas are never read.
+///
+/// A `TieredResponseStore` in front of a store on one server is a near cache: hits from this
+/// process's memory, kept coherent with every other process through Redis's client-side caching.
 public final class RedisResponseStore: ResponseStore {
     /// The server, credentials, prefix, timeouts and limits.
     public let configuration: RedisConfiguration

@@ -9,6 +9,19 @@ import Synchronization
 /// read in flight: a read fills memory only if no write or removal of its key began while it
 /// read the back store. Entries a `DiskResponseStore` evicts in the background leave memory
 /// too (the tiered store takes over its `evictionHandler`; set the tiered store's instead).
+///
+/// Memory stays coherent with other processes sharing the back store:
+/// - In front of a `DiskResponseStore`, the disk store's journal is read every 10 ms (on one
+///   thread for all such stores), and entries another process replaced or removed leave memory;
+///   a replaced entry is served by another process at most about 10 ms after its write returned.
+/// - In front of a `RedisResponseStore` on one server, memory is a near cache: Redis's
+///   client-side caching (`CLIENT TRACKING` in `BCAST` mode on the entries' prefix, over one
+///   connection of its own) tells of every entry any process replaces, removes, or Redis
+///   expires or evicts, and it leaves memory. Memory serves only while that connection is
+///   tracking: from its loss (found at once when the connection closes, within about a second
+///   and `commandTimeout` when it goes silent) until tracking is on again, memory is emptied
+///   and every read goes to Redis. In front of a Redis Cluster memory never serves (no
+///   tracking across nodes): every read goes to Redis.
 public final class TieredResponseStore: ResponseStore {
     /// The fast front tier.
     public let memory: MemoryResponseStore
@@ -16,20 +29,58 @@ public final class TieredResponseStore: ResponseStore {
     public let back: any ResponseStore
 
     private let shared = Shared()
+    let coherence: NearCoherence
+    /// For tests: runs in `entry(for:)` after the back store answered, before memory is filled.
+    let afterBackRead = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// A tiered store. The default front is a `MemoryResponseStore` of 32 MiB and 1,000 entries.
+    /// In front of a disk or Redis store, memory follows what other processes change (see the
+    /// type's summary); in front of Redis this opens one more connection, for invalidations.
     public init(memory: MemoryResponseStore? = nil, back: any ResponseStore) {
         let memory = memory ?? (try! MemoryResponseStore(byteLimit: 32 << 20, countLimit: 1000))
         self.memory = memory
         self.back = back
+        let shared = self.shared
+        coherence = NearCoherence(source: Self.source(of: back),
+                                  drop: { keys in shared.forget(keys, in: memory) },
+                                  flush: { shared.forgetAll(in: memory) { $0.removeAll(progress: { _ in }) } })
         if let disk = back as? BackgroundEvicting {
-            let shared = self.shared, previous = disk.evictionHandler
+            let previous = disk.evictionHandler
             disk.evictionHandler = { keys in
                 shared.forget(keys, in: memory)
                 previous?(keys)
                 shared.report(keys)
             }
         }
+        if let disk = back as? DiskResponseStore {
+            let coherence = self.coherence, previous = disk.changeHandler
+            disk.changeHandler = { [weak coherence] keys in
+                coherence?.changed(keys) // gone with this store, memory and all
+                previous?(keys)
+            }
+            JournalFollower.shared.follow(disk)
+        }
+        coherence.start()
+    }
+
+    deinit { coherence.stop() }
+
+    /// What tells memory of other processes' changes to `back`.
+    private static func source(of back: any ResponseStore) -> NearCoherence.Source {
+        if back is DiskResponseStore { return .disk }
+        guard let redis = back as? RedisResponseStore else { return .none }
+        return redis.configuration.isCluster ? .unfollowed : .redis(redis.configuration, redis.layout)
+    }
+
+    /// Whether memory answers now: always, except in front of Redis while the invalidation
+    /// connection is not tracking (before it first is, and from its loss until it is back), and
+    /// in front of a Redis Cluster, where it never does.
+    public var servesFromMemory: Bool { coherence.isServing }
+
+    /// Puts an entry into memory; call under `shared.versions`' lock.
+    private func fill(_ entry: CacheEntry) -> StoreWriteResult {
+        defer { coherence.remember(entry.key, memory: memory) }
+        return memory.write(entry)
     }
 
     /// Called with the keys the back store evicted in the background (a `DiskResponseStore`'s
@@ -44,15 +95,17 @@ public final class TieredResponseStore: ResponseStore {
     /// (then kept in memory too, unless a write or removal of the key began meanwhile).
     /// - Throws: what the back store throws.
     public func entry(for key: CacheKey) throws -> CacheEntry? {
-        if let entry = memory.entry(for: key) {
+        if coherence.isServing, let entry = memory.entry(for: key) {
             back.noteUse(of: key)
             return entry
         }
         let stripe = Shared.stripe(of: key)
+        let ticket = coherence.ticket
         let before = shared.versions.withLock { $0[stripe] }
         guard let entry = try back.entry(for: key) else { return nil }
+        afterBackRead.withLock { $0 }?()
         shared.versions.withLock { versions in
-            if versions[stripe] == before { memory.write(entry) }
+            if versions[stripe] == before && coherence.allows(ticket) { _ = fill(entry) }
         }
         return entry
     }
@@ -64,14 +117,16 @@ public final class TieredResponseStore: ResponseStore {
     public func write(_ entry: CacheEntry) throws -> StoreWriteResult {
         var result = StoreWriteResult(stored: false)
         let stripe = Shared.stripe(of: entry.key)
+        let ticket = coherence.ticket
         let before = shared.versions.withLock { $0[stripe] }
         defer {
             shared.versions.withLock { versions in
                 // An eviction, removal or other write of the key during this one (the back store
-                // may evict it in the background before this returns): memory is not filled.
-                let undisturbed = versions[stripe] == before
+                // may evict it in the background before this returns), or a change another
+                // process made: memory is not filled.
+                let undisturbed = versions[stripe] == before && coherence.allows(ticket)
                 versions[stripe] &+= 1
-                if result.stored && undisturbed { memory.write(entry) } else { memory.removeEntry(for: entry.key) }
+                if result.stored && undisturbed { _ = fill(entry) } else { memory.removeEntry(for: entry.key) }
             }
             shared.forget(result.evicted, in: memory)
         }
@@ -88,7 +143,11 @@ public final class TieredResponseStore: ResponseStore {
         try back.removeEntry(for: entry.key)
         return shared.versions.withLock { versions in
             versions[Shared.stripe(of: entry.key)] &+= 1
-            return memory.write(entry)
+            guard coherence.isServing else {
+                memory.removeEntry(for: entry.key)
+                return StoreWriteResult(stored: false) // memory would not serve it
+            }
+            return fill(entry)
         }
     }
 
@@ -96,8 +155,10 @@ public final class TieredResponseStore: ResponseStore {
     /// limit) to fill memory on commit, under the same rules as `write(_:)`.
     /// - Throws: what the back store's `makeWriter(for:)` throws.
     public func makeWriter(for key: CacheKey) throws -> any ResponseStoreWriter {
+        let ticket = coherence.ticket
         let before = shared.versions.withLock { $0[Shared.stripe(of: key)] }
-        return TieredWriter(back: try back.makeWriter(for: key), memory: memory, shared: shared, key: key, version: before)
+        return TieredWriter(back: try back.makeWriter(for: key), memory: memory, shared: shared, key: key,
+                            version: before, coherence: coherence, ticket: ticket)
     }
 
     /// Removes the entry from both tiers.
@@ -140,13 +201,14 @@ public final class TieredResponseStore: ResponseStore {
     /// store's entry whose bytes are in the page cache, then kept in memory too, under the
     /// same rule as `entry(for:)`).
     public func immediateEntry(for key: CacheKey) -> ImmediateLookup {
-        if case .found(let entry) = memory.immediateEntry(for: key) { return .found(entry) }
+        if coherence.isServing, case .found(let entry) = memory.immediateEntry(for: key) { return .found(entry) }
         let stripe = Shared.stripe(of: key)
+        let ticket = coherence.ticket
         let before = shared.versions.withLock { $0[stripe] }
         let answer = back.immediateEntry(for: key)
         if case .found(let entry) = answer {
             shared.versions.withLock { versions in
-                if versions[stripe] == before { memory.write(entry) }
+                if versions[stripe] == before && coherence.allows(ticket) { _ = fill(entry) }
             }
         }
         return answer
@@ -177,14 +239,19 @@ public final class TieredResponseStore: ResponseStore {
         private let shared: Shared
         private let key: CacheKey
         private let version: UInt64
+        private let coherence: NearCoherence
+        private let ticket: UInt64
         private var kept: Data? = Data()
 
-        init(back: any ResponseStoreWriter, memory: MemoryResponseStore, shared: Shared, key: CacheKey, version: UInt64) {
+        init(back: any ResponseStoreWriter, memory: MemoryResponseStore, shared: Shared, key: CacheKey, version: UInt64,
+             coherence: NearCoherence, ticket: UInt64) {
             self.back = back
             self.memory = memory
             self.shared = shared
             self.key = key
             self.version = version
+            self.coherence = coherence
+            self.ticket = ticket
         }
 
         func append(_ bytes: Data) throws {
@@ -205,12 +272,13 @@ public final class TieredResponseStore: ResponseStore {
             defer {
                 shared.versions.withLock { versions in
                     let stripe = Shared.stripe(of: key)
-                    let undisturbed = versions[stripe] == version
+                    let undisturbed = versions[stripe] == version && coherence.allows(ticket)
                     versions[stripe] &+= 1
                     for var entry in entries {
                         if result.stored && undisturbed, let kept {
                             entry.body = kept
                             memory.write(entry)
+                            coherence.remember(entry.key, memory: memory)
                         } else {
                             memory.removeEntry(for: entry.key)
                         }
@@ -255,8 +323,13 @@ public final class TieredResponseStore: ResponseStore {
         /// Drops keys from memory, so no read in flight brings them back.
         func forget(_ keys: [CacheKey], in memory: MemoryResponseStore) {
             guard !keys.isEmpty else { return }
+            forget({ keys }, in: memory)
+        }
+
+        /// Drops from memory the keys `find` gives under the lock every fill takes.
+        func forget(_ find: () -> [CacheKey], in memory: MemoryResponseStore) {
             versions.withLock { versions in
-                for key in keys {
+                for key in find() {
                     versions[Self.stripe(of: key)] &+= 1
                     memory.removeEntry(for: key)
                 }

@@ -36,8 +36,10 @@ enum StoreChoice: Equatable {
     case memory
     /// On disk (a memory tier in front), in the given directory or the default one.
     case disk(path: String?)
-    /// In Redis, at `redis://[user:password@]host:port[/db]`, or on the Redis Cluster at
-    /// `redis-cluster://[user:password@]host:port[,host:port...]`, under the prefix `cache-demo:`.
+    /// In Redis, at `redis://[user:password@]host:port[/db]`, on the Redis Cluster at
+    /// `redis-cluster://[user:password@]host:port[,host:port...]`, or on the primary the
+    /// sentinels at `redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername`
+    /// name, under the prefix `cache-demo:`.
     case redis(url: String)
 
     init(parsing text: String) throws(UsageError) {
@@ -48,14 +50,16 @@ enum StoreChoice: Equatable {
             do {
                 _ = try RedisConfiguration(url: text)
             } catch {
-                throw UsageError(description: "--store takes redis://[user:password@]host:port[/db] or "
-                                 + "redis-cluster://[user:password@]host:port[,host:port...]: \(error)")
+                throw UsageError(description: "--store takes redis://[user:password@]host:port[/db], "
+                                 + "redis-cluster://[user:password@]host:port[,host:port...] or "
+                                 + "redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername: \(error)")
             }
             self = .redis(url: text)
             return
         }
-        throw UsageError(description: "--store takes memory, disk, disk:PATH, redis://[user:password@]host:port[/db] "
-                         + "or redis-cluster://[user:password@]host:port[,host:port...], not '\(text)'")
+        throw UsageError(description: "--store takes memory, disk, disk:PATH, redis://[user:password@]host:port[/db], "
+                         + "redis-cluster://[user:password@]host:port[,host:port...] or "
+                         + "redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername, not '\(text)'")
     }
 
     func makeStore() throws -> any ResponseStore {

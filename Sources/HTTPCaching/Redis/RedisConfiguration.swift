@@ -3,7 +3,9 @@ import Foundation
 /// Where a `RedisResponseStore` finds its server, how it talks to it, and how it stores entries.
 ///
 /// Set the fields, or parse a URL: `redis://[user:password@]host:port[/db]` for one server,
-/// `redis-cluster://[user:password@]host:port[,host:port...]` for a Redis Cluster. TLS
+/// `redis-cluster://[user:password@]host:port[,host:port...]` for a Redis Cluster,
+/// `redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername` for a primary
+/// watched by Redis Sentinel. TLS
 /// (`rediss://`) is not supported: reach a remote server over a private network, or through a
 /// local TLS proxy such as stunnel.
 public struct RedisConfiguration: Sendable, Equatable {
@@ -49,6 +51,23 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// More nodes of the cluster to learn its topology from when `host`:`port` does not
     /// answer; used only when `isCluster` is set. The default is none.
     public var clusterSeeds: [RedisNodeAddress]
+    /// The name Redis Sentinel knows the primary by (`sentinel monitor <name> ...`). When set,
+    /// `host`:`port` (and `additionalSentinels`) are sentinels: the store asks them for the
+    /// primary's address, checks that the node is a primary before using it, and asks again
+    /// after a failure, following a failover. `username`, `password` and `database` are the
+    /// data nodes'; the sentinels' are `sentinelUsername` and `sentinelPassword`. The default is
+    /// nil: no Sentinel.
+    public var sentinelMasterName: String?
+    /// More sentinels to ask when `host`:`port` does not answer; used only with
+    /// `sentinelMasterName`. The default is none.
+    public var additionalSentinels: [RedisNodeAddress]
+    /// The ACL user to authenticate to the sentinels as; nil authenticates with
+    /// `sentinelPassword` alone. The default is nil.
+    public var sentinelUsername: String?
+    /// The sentinels' password (their `requirepass`, or `sentinelUsername`'s); nil sends the
+    /// sentinels no `AUTH`. The data nodes' credentials are never sent to a sentinel. The
+    /// default is nil.
+    public var sentinelPassword: String?
 
     /// The key prefix used when none is given: `http-cache:`.
     public static let defaultKeyPrefix = "http-cache:"
@@ -73,12 +92,19 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.maxEntrySize = maxEntrySize
         self.isCluster = isCluster
         self.clusterSeeds = clusterSeeds
+        sentinelMasterName = nil
+        additionalSentinels = []
+        sentinelUsername = nil
+        sentinelPassword = nil
     }
 
     /// A configuration from a URL, `redis://[user:password@]host[:port][/db]`, or for a Redis
     /// Cluster `redis-cluster://[user:password@]host[:port][,host[:port]...]` (the first node
-    /// becomes `host`:`port`, the others `clusterSeeds`), with the other fields at their
-    /// defaults. A port left out is 6379. User and password may be percent-encoded;
+    /// becomes `host`:`port`, the others `clusterSeeds`), or for Redis Sentinel
+    /// `redis-sentinel://[user:password@]host[:port][,host[:port]...][/db]#mastername` (the
+    /// sentinels; the first becomes `host`:`port`, the others `additionalSentinels`; the user
+    /// and password are the data nodes'), with the other fields at their defaults. A port left
+    /// out is 6379 (26379 for a sentinel). User and password may be percent-encoded;
     /// `redis://:secret@host` gives a password alone.
     /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL.
     public init(url text: String, keyPrefix: String = RedisConfiguration.defaultKeyPrefix) throws(HTTPCachingError) {
@@ -91,7 +117,11 @@ public struct RedisConfiguration: Sendable, Equatable {
             self = try RedisConfiguration(clusterURL: text, keyPrefix: keyPrefix)
             return
         }
-        guard lowered.hasPrefix("redis://") else { throw invalid("not a redis:// or redis-cluster:// URL") }
+        if lowered.hasPrefix("redis-sentinel://") {
+            self = try RedisConfiguration(sentinelURL: text, keyPrefix: keyPrefix)
+            return
+        }
+        guard lowered.hasPrefix("redis://") else { throw invalid("not a redis://, redis-cluster:// or redis-sentinel:// URL") }
         // The port is checked by hand first, for a clearer message than "not a valid URL".
         let authority = text.dropFirst(8).prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
         let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
@@ -140,6 +170,7 @@ public struct RedisConfiguration: Sendable, Equatable {
                   "maximumTimeToLive \(maximumTimeToLive) is not a positive number of seconds")
         try check(maxEntrySize >= 0, "maxEntrySize \(maxEntrySize) is negative")
         try validateCluster()
+        try validateSentinel()
     }
 
     /// The URL with any password replaced by `***`, for messages.

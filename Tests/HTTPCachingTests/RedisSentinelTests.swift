@@ -22,9 +22,11 @@ struct RedisSentinelTests {
         return router
     }
 
-    /// How many keys under a prefix a data node holds.
-    static func keyCount(on port: Int, prefix: String, in group: RedisSentinelGroup) throws -> Int {
-        guard case .array(let parts?) = try group.command(port, "SCAN", 0, "MATCH", prefix + "*", "COUNT", 10_000),
+    /// How many keys under a prefix a data node of the group (or a server of its own) holds.
+    static func keyCount(on port: Int, prefix: String, in group: RedisSentinelGroup?, server: RedisServer? = nil) throws -> Int {
+        let reply = try server.map { try $0.command("SCAN", 0, "MATCH", prefix + "*", "COUNT", 10_000) }
+            ?? group!.command(port, "SCAN", 0, "MATCH", prefix + "*", "COUNT", 10_000)
+        guard case .array(let parts?) = reply,
               case .array(let found?) = parts[1] else { return -1 }
         return found.count
     }
@@ -118,5 +120,35 @@ struct RedisSentinelTests {
         let failures = h.recorder.events.filter { $0.kind.name == "storeFailed" }.map { "\($0.kind)" }
         #expect(!failures.isEmpty && failures.allSatisfy { $0.contains("named the primary, says it is a") }, "\(failures)")
         #expect(try Self.keyCount(on: replica, prefix: prefix, in: group) == 0)
+    }
+
+    @Test("a primary demoted (REPLICAOF) under a running store, its sentinel still naming it: the next calls are refused by the ROLE check (Redis closes the old connections), answered from the network with storeFailed, and nothing is written there or to its new primary")
+    func demotedUnderOpenConnection() async throws {
+        let group = try Self.group()
+        let old = try RedisServer(), other = try RedisServer()
+        defer { old.stop(); other.stop() }
+        let sentinel = group.sentinelPorts[0]
+        #expect(try group.command(sentinel, "SENTINEL", "MONITOR", "solo", "127.0.0.1", old.port, 2).isOK)
+        defer { _ = try? group.command(sentinel, "SENTINEL", "REMOVE", "solo") }
+        let prefix = "solo-\(UUID().uuidString):"
+        var configuration = try group.configuration(prefix: prefix)
+        (configuration.sentinelMasterName, configuration.port, configuration.additionalSentinels) = ("solo", sentinel, [])
+        (configuration.username, configuration.password) = (nil, nil)
+        let h = try Harness(store: try RedisResponseStore(configuration: configuration))
+        h.origin.route("/d", response: .init(text: "body d"))
+        h.origin.route("/e", response: .init(text: "body e"))
+        #expect(try await h.get("/d").status == .miss)
+        #expect(await h.recorder.wait(for: .stored))
+        #expect(try await h.get("/d").status == .fresh, "a hit through the pooled connection")
+
+        #expect(try old.command("REPLICAOF", "127.0.0.1", other.port).isOK)
+        #expect(try await h.get("/e").text == "body e")
+        let again = try await h.get("/d")
+        #expect(again.text == "body d" && again.status != .fresh)
+        #expect(await h.recorder.wait { $0.contains { "\($0.kind)".contains("write: the store is unavailable") } })
+        let failures = h.recorder.events.filter { $0.kind.name == "storeFailed" }.map { "\($0.kind)" }
+        #expect(!failures.isEmpty && failures.allSatisfy { $0.contains("says it is a") || $0.contains("refused a write as a replica") },
+                "\(failures)")
+        #expect(try Self.keyCount(on: other.port, prefix: prefix, in: nil, server: other) == 0)
     }
 }

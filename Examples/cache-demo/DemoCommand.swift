@@ -36,9 +36,11 @@ enum StoreChoice: Equatable {
     case memory
     /// On disk (a memory tier in front), in the given directory or the default one.
     case disk(path: String?)
-    /// In Redis, at `redis://[user:password@]host:port[/db]`, or on the Redis Cluster at
+    /// In Redis, at `redis://[user:password@]host:port[/db]`, on the Redis Cluster at
     /// `redis-cluster://[user:password@]host:port[,host:port...]` (`rediss://` and
-    /// `rediss-cluster://` over TLS), under the prefix `cache-demo:`.
+    /// `rediss-cluster://` over TLS), or on the primary the sentinels at
+    /// `redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername` name, under
+    /// the prefix `cache-demo:`.
     case redis(url: String)
 
     init(parsing text: String) throws(UsageError) {
@@ -50,14 +52,16 @@ enum StoreChoice: Equatable {
                 _ = try RedisConfiguration(url: text)
             } catch {
                 throw UsageError(description: "--store takes redis://[user:password@]host:port[/db], "
-                                 + "redis-cluster://[user:password@]host:port[,host:port...], or rediss:// and rediss-cluster:// "
-                                 + "for TLS (?cacert=PATH for a private CA): \(error)")
+                                 + "redis-cluster://[user:password@]host:port[,host:port...], "
+                                 + "redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername, or rediss:// and "
+                                 + "rediss-cluster:// for TLS (?cacert=PATH for a private CA): \(error)")
             }
             self = .redis(url: text)
             return
         }
-        throw UsageError(description: "--store takes memory, disk, disk:PATH, redis://[user:password@]host:port[/db] "
-                         + "or redis-cluster://[user:password@]host:port[,host:port...], not '\(text)'")
+        throw UsageError(description: "--store takes memory, disk, disk:PATH, redis://[user:password@]host:port[/db], "
+                         + "redis-cluster://[user:password@]host:port[,host:port...] or "
+                         + "redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername, not '\(text)'")
     }
 
     func makeStore() throws -> any ResponseStore {

@@ -87,7 +87,8 @@ enum StatsCommand {
 
 extension StoreChoice: CustomStringConvertible {
     /// The store in words, credentials left out: `memory`, `disk PATH`, `redis HOST:PORT db N`,
-    /// `redis-cluster HOST:PORT,HOST:PORT...` (`rediss` and `rediss-cluster` over TLS).
+    /// `redis-cluster HOST:PORT,HOST:PORT...` (`rediss` and `rediss-cluster` over TLS),
+    /// `redis-sentinel NAME via HOST:PORT,... db N`.
     var label: String {
         switch self {
         case .memory:
@@ -101,6 +102,11 @@ extension StoreChoice: CustomStringConvertible {
                 let first = RedisNodeAddress(host: configuration.host, port: configuration.port)
                 let nodes = ([first] + configuration.clusterSeeds).map(\.description).joined(separator: ",")
                 return "redis\(secure)-cluster \(nodes) (keys under cache-demo:)"
+            }
+            if let name = configuration.sentinelMasterName {
+                let first = RedisNodeAddress(host: configuration.host, port: configuration.port)
+                let sentinels = ([first] + configuration.additionalSentinels).map(\.description).joined(separator: ",")
+                return "redis-sentinel \(name) via \(sentinels) db \(configuration.database) (keys under cache-demo:)"
             }
             return "redis\(secure) \(configuration.host):\(configuration.port) db \(configuration.database) (keys under cache-demo:)"
         }

@@ -20,8 +20,10 @@ extension DemoCommand {
            cache-demo --help
 
     --store STORE         memory (the default), disk (under ~/.cache/swift-http-caching),
-                          disk:PATH, redis://[user:password@]host:port[/db], or a Redis
-                          Cluster: redis-cluster://[user:password@]host:port[,host:port...]
+                          disk:PATH, redis://[user:password@]host:port[/db], a Redis
+                          Cluster: redis-cluster://[user:password@]host:port[,host:port...],
+                          or a primary found through Redis Sentinel (sentinels without a
+                          password): redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername
                           (keys under cache-demo:, shared by every process using that server
                           or cluster); rediss:// and rediss-cluster:// for TLS, with
                           ?cacert=PATH for a private CA; a second run with a disk or Redis

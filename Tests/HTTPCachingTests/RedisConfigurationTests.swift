@@ -29,7 +29,7 @@ struct RedisConfigurationTests {
     }
 
     @Test("bad URLs are clear errors that never show the password", arguments: [
-        ("http://localhost:6379", "not a redis://, rediss://, redis-cluster:// or rediss-cluster:// URL"),
+        ("http://localhost:6379", "not a redis://, rediss://, redis-cluster://, rediss-cluster:// or redis-sentinel:// URL"),
         ("rediss://localhost:6380?verify=none", "unknown option 'verify'"),
         ("redis://", "no host"),
         ("redis://host:abc", "the port 'abc' is not a number"),

@@ -154,7 +154,7 @@ final class RedisServer: @unchecked Sendable {
     }
 
     /// A port nothing listens on now: bound to port 0, read back, closed.
-    private static func freePort() -> Int {
+    static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

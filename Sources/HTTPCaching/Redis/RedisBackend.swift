@@ -1,8 +1,10 @@
-/// Where a `RedisResponseStore`'s commands go: one server's connection pool, or a Redis
-/// Cluster's router. A single server's calls go straight to its pool, as they always did.
+/// Where a `RedisResponseStore`'s commands go: one server's connection pool, a Redis
+/// Cluster's router, or the primary Redis Sentinel names. A single server's calls go straight
+/// to its pool, as they always did.
 enum RedisBackend: Sendable {
     case server(RedisConnectionPool)
     case cluster(RedisClusterRouter)
+    case sentinel(RedisSentinelRouter)
 
     /// Sends commands on one key (or keys of one hash tag), pipelined; on a cluster, to the
     /// primary serving the key's slot.
@@ -11,6 +13,7 @@ enum RedisBackend: Sendable {
         switch self {
         case .server(let pool): try pool.execute(commands)
         case .cluster(let router): try router.execute(commands, slot: RedisClusterSlot.of(key))
+        case .sentinel(let router): try router.execute(commands)
         }
     }
 
@@ -27,6 +30,7 @@ enum RedisBackend: Sendable {
         switch self {
         case .server(let pool): try pool.execute(commands)
         case .cluster(let router): try router.executeEach(commands, slots: keys.map(RedisClusterSlot.of))
+        case .sentinel(let router): try router.execute(commands)
         }
     }
 
@@ -41,15 +45,20 @@ enum RedisBackend: Sendable {
         case .cluster(let router):
             let replies = try router.executeEach(keys.map { RedisCommand("UNLINK", $0) }, slots: keys.map(RedisClusterSlot.of))
             return replies.lazy.compactMap(\.errorMessage).first
+        case .sentinel(let router):
+            return try router.execute([RedisCommand("UNLINK", arguments: keys)])[0].errorMessage
         }
     }
 
-    /// The pools to run a command on that concerns every key: the server's, or each primary's.
-    /// - Throws: `RedisClientError` when a cluster's topology cannot be learned.
+    /// The pools to run a command on that concerns every key: the server's, each primary's, or
+    /// the primary's the sentinels name.
+    /// - Throws: `RedisClientError` when a cluster's topology cannot be learned, or no sentinel
+    ///   names a primary.
     func everyNode() throws(RedisClientError) -> [RedisConnectionPool] {
         switch self {
         case .server(let pool): [pool]
         case .cluster(let router): try router.primaries()
+        case .sentinel(let router): [try router.primary()]
         }
     }
 

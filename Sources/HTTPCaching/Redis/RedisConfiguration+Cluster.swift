@@ -45,8 +45,19 @@ extension RedisConfiguration {
         guard path.isEmpty || path == "/" || path == "/0" else {
             throw invalid("a cluster has only database 0, not '\(path.dropFirst())'")
         }
+        let (username, password, nodes) = try Self.credentialsAndNodes(authority, defaultPort: 6379, scheme: "redis-cluster", invalid)
+        self.init(host: nodes[0].host, port: nodes[0].port, username: username, password: password, keyPrefix: keyPrefix,
+                  isCluster: true, clusterSeeds: Array(nodes.dropFirst()))
+    }
+
+    /// The user, password and nodes of `[user:password@]host[:port][,host[:port]...]`, the
+    /// authority of a cluster or sentinel URL.
+    /// - Throws: `HTTPCachingError.invalidURL` for a user without a password or a bad node.
+    static func credentialsAndNodes(_ authority: Substring, defaultPort: Int, scheme: String,
+                                    _ invalid: (String) -> HTTPCachingError) throws(HTTPCachingError)
+        -> (username: String?, password: String?, nodes: [RedisNodeAddress]) {
         var username: String?, password: String?
-        var nodesText = authority[...]
+        var nodesText = authority
         if let at = authority.lastIndex(of: "@") {
             let userinfo = authority[..<at]
             nodesText = authority[authority.index(after: at)...]
@@ -55,20 +66,20 @@ extension RedisConfiguration {
             username = user.isEmpty ? nil : user.removingPercentEncoding ?? String(user)
             password = colon.map { userinfo[userinfo.index(after: $0)...] }.map { $0.removingPercentEncoding ?? String($0) }
             if username != nil && password == nil {
-                throw invalid("a user without a password (write redis-cluster://user:password@host:port)")
+                throw invalid("a user without a password (write \(scheme)://user:password@host:port)")
             }
         }
         var nodes: [RedisNodeAddress] = []
         for item in nodesText.split(separator: ",", omittingEmptySubsequences: false) {
-            nodes.append(try Self.node(item, invalid))
+            nodes.append(try node(item, defaultPort: defaultPort, invalid))
         }
-        self.init(host: nodes[0].host, port: nodes[0].port, username: username, password: password, keyPrefix: keyPrefix,
-                  isCluster: true, clusterSeeds: Array(nodes.dropFirst()))
+        return (username, password, nodes)
     }
 
-    /// One `host[:port]` of a cluster URL (an IPv6 address in brackets).
-    private static func node(_ text: Substring, _ invalid: (String) -> HTTPCachingError) throws(HTTPCachingError) -> RedisNodeAddress {
-        var host = text, port = 6379
+    /// One `host[:port]` of a cluster or sentinel URL (an IPv6 address in brackets).
+    private static func node(_ text: Substring, defaultPort: Int,
+                             _ invalid: (String) -> HTTPCachingError) throws(HTTPCachingError) -> RedisNodeAddress {
+        var host = text, port = defaultPort
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { throw invalid("an IPv6 address without its ']'") }
             host = text[text.index(after: text.startIndex)..<close]

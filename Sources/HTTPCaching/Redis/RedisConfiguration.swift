@@ -3,8 +3,10 @@ import Foundation
 /// Where a `RedisResponseStore` finds its server, how it talks to it, and how it stores entries.
 ///
 /// Set the fields, or parse a URL: `redis://[user:password@]host:port[/db]` for one server,
-/// `redis-cluster://[user:password@]host:port[,host:port...]` for a Redis Cluster, and
-/// `rediss://` or `rediss-cluster://` for the same over TLS (see `RedisTLSOptions`).
+/// `redis-cluster://[user:password@]host:port[,host:port...]` for a Redis Cluster,
+/// `redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername` for a primary
+/// watched by Redis Sentinel, and `rediss://` or `rediss-cluster://` for one server or a
+/// cluster over TLS (see `RedisTLSOptions`; not with Sentinel).
 public struct RedisConfiguration: Sendable, Equatable {
     /// The server's host name or address. The default is `localhost`.
     public var host: String
@@ -49,8 +51,26 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// answer; used only when `isCluster` is set. The default is none.
     public var clusterSeeds: [RedisNodeAddress]
     /// How to speak TLS to the server (every node of a cluster); nil speaks plain TCP. A
-    /// `rediss://` or `rediss-cluster://` URL sets it. The default is nil.
+    /// `rediss://` or `rediss-cluster://` URL sets it; not supported with Sentinel. The default
+    /// is nil.
     public var tls: RedisTLSOptions?
+    /// The name Redis Sentinel knows the primary by (`sentinel monitor <name> ...`). When set,
+    /// `host`:`port` (and `additionalSentinels`) are sentinels: the store asks them for the
+    /// primary's address, checks that the node is a primary before using it, and asks again
+    /// after a failure, following a failover. `username`, `password` and `database` are the
+    /// data nodes'; the sentinels' are `sentinelUsername` and `sentinelPassword`. The default is
+    /// nil: no Sentinel.
+    public var sentinelMasterName: String?
+    /// More sentinels to ask when `host`:`port` does not answer; used only with
+    /// `sentinelMasterName`. The default is none.
+    public var additionalSentinels: [RedisNodeAddress]
+    /// The ACL user to authenticate to the sentinels as; nil authenticates with
+    /// `sentinelPassword` alone. The default is nil.
+    public var sentinelUsername: String?
+    /// The sentinels' password (their `requirepass`, or `sentinelUsername`'s); nil sends the
+    /// sentinels no `AUTH`. The data nodes' credentials are never sent to a sentinel. The
+    /// default is nil.
+    public var sentinelPassword: String?
 
     /// The key prefix used when none is given: `http-cache:`.
     public static let defaultKeyPrefix = "http-cache:"
@@ -76,12 +96,19 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.isCluster = isCluster
         self.clusterSeeds = clusterSeeds
         self.tls = tls
+        sentinelMasterName = nil
+        additionalSentinels = []
+        sentinelUsername = nil
+        sentinelPassword = nil
     }
 
     /// A configuration from a URL, `redis://[user:password@]host[:port][/db]`, or for a Redis
     /// Cluster `redis-cluster://[user:password@]host[:port][,host[:port]...]` (the first node
-    /// becomes `host`:`port`, the others `clusterSeeds`), with the other fields at their
-    /// defaults. A port left out is 6379. User and password may be percent-encoded;
+    /// becomes `host`:`port`, the others `clusterSeeds`), or for Redis Sentinel
+    /// `redis-sentinel://[user:password@]host[:port][,host[:port]...][/db]#mastername` (the
+    /// sentinels; the first becomes `host`:`port`, the others `additionalSentinels`; the user
+    /// and password are the data nodes'), with the other fields at their defaults. A port left
+    /// out is 6379 (26379 for a sentinel). User and password may be percent-encoded;
     /// `redis://:secret@host` gives a password alone. `rediss://` and `rediss-cluster://` are
     /// the same over TLS (`tls`), and take options in the query, each a percent-encoded path:
     /// `cacert` (`RedisTLSOptions.caFile`), `cert` and `key` (the client certificate).
@@ -95,7 +122,13 @@ public struct RedisConfiguration: Sendable, Equatable {
             self.tls = tls
             return
         }
-        guard lowered.hasPrefix("redis://") else { throw invalid("not a redis://, rediss://, redis-cluster:// or rediss-cluster:// URL") }
+        if lowered.hasPrefix("redis-sentinel://") {
+            self = try RedisConfiguration(sentinelURL: text, keyPrefix: keyPrefix)
+            return
+        }
+        guard lowered.hasPrefix("redis://") else {
+            throw invalid("not a redis://, rediss://, redis-cluster://, rediss-cluster:// or redis-sentinel:// URL")
+        }
         // The port is checked by hand first, for a clearer message than "not a valid URL".
         let authority = text.dropFirst(8).prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
         let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
@@ -145,6 +178,8 @@ public struct RedisConfiguration: Sendable, Equatable {
         try check(maxEntrySize >= 0, "maxEntrySize \(maxEntrySize) is negative")
         try validateCluster()
         try tls?.validate()
+        try validateSentinel()
+        try check(tls == nil || sentinelMasterName == nil, "TLS with Redis Sentinel is not supported")
     }
 
     /// The URL with any password replaced by `***`, for messages.

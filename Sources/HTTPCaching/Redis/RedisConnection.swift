@@ -25,6 +25,11 @@ struct RedisClientError: Error, Equatable, CustomStringConvertible {
         /// A Redis Cluster could not route the command: no node told the topology, no primary
         /// serves the key's slot, or the redirections did not end.
         case cluster
+        /// No sentinel named the primary: none answered, or none knows the master name.
+        case sentinel
+        /// The node a sentinel named says it is a replica (`ROLE`), or refused a write as one
+        /// (`-READONLY`): a failover is under way or was missed.
+        case replica
     }
 
     let kind: Kind

@@ -9,19 +9,25 @@ import Synchronization
 /// reason for `retryDelay`, then the next call tries again: the pool reconnects by itself
 /// when the server is back. The locks guard only the list of idle connections and the last
 /// failure; connecting and talking to the server happen outside them.
+///
+/// A pool that `verifiesPrimary` (the primary a sentinel named) asks each new connection's
+/// server for its role and refuses a replica (`RedisClientError.Kind.replica`), so nothing is
+/// ever read from or written to a node that says it is not the primary.
 final class RedisConnectionPool: Sendable {
     let configuration: RedisConfiguration
     let limits: RESPParser.Limits
     /// The TLS context every connection's session is made from; nil for plain TCP.
     let tls: RedisTLSContext?
+    let verifiesPrimary: Bool
     private let permits: DispatchSemaphore
     private let idle = Mutex<[RedisConnection]>([])
     private let lastFailure = Mutex<(error: RedisClientError, until: UInt64)?>(nil)
 
-    init(configuration: RedisConfiguration, limits: RESPParser.Limits, tls: RedisTLSContext?) {
+    init(configuration: RedisConfiguration, limits: RESPParser.Limits, tls: RedisTLSContext?, verifiesPrimary: Bool = false) {
         self.configuration = configuration
         self.limits = limits
         self.tls = tls
+        self.verifiesPrimary = verifiesPrimary
         permits = DispatchSemaphore(value: configuration.poolSize)
     }
 
@@ -52,6 +58,15 @@ final class RedisConnectionPool: Sendable {
         return try body(connection)
     }
 
+    /// Closes the idle connections, so the next calls open (and check) new ones.
+    func discardIdleConnections() {
+        let discarded = idle.withLock { idle in
+            defer { idle = [] }
+            return idle
+        }
+        for connection in discarded { connection.close() }
+    }
+
     private func checkOut() throws(RedisClientError) -> RedisConnection {
         while let connection = idle.withLock({ $0.popLast() }) {
             if connection.isUsableWhenIdle { return connection }
@@ -63,6 +78,7 @@ final class RedisConnectionPool: Sendable {
         }
         do {
             let connection = try RedisConnection.open(configuration, limits: limits, tls: tls)
+            if verifiesPrimary { try connection.requirePrimary(configuration) }
             lastFailure.withLock { $0 = nil }
             return connection
         } catch {

@@ -28,6 +28,12 @@ import Synchronization
 /// the network and reports `storeFailed`); once a replica has taken its place the store finds
 /// it by itself. Replicas are never read.
 ///
+/// With Redis Sentinel (`RedisConfiguration.sentinelMasterName`, or a `redis-sentinel://` URL)
+/// the store asks the sentinels for the primary, checks each new connection's `ROLE` (a node
+/// that says it is a replica is never used), and asks again after a failure or a `-READONLY`
+/// reply, and every second while calls are made: while the primary is down calls throw
+/// `unavailable` at once, and once a sentinel has promoted the replica the store follows.
+///
 /// A `TieredResponseStore` in front of a store on one server is a near cache: hits from this
 /// process's memory, kept coherent with every other process through Redis's client-side caching.
 public final class RedisResponseStore: ResponseStore {
@@ -64,14 +70,17 @@ public final class RedisResponseStore: ResponseStore {
         let bulk = largest + largest / 2 + (1 << 20)
         let limits = RESPParser.Limits(maxBulkLength: bulk, maxArrayCount: 1 << 20, maxDepth: 4,
                                        maxLineLength: 64 << 10, maxReplyBytes: 2 * bulk + (1 << 20))
-        backend = configuration.isCluster
-            ? .cluster(RedisClusterRouter(configuration: configuration, limits: limits, tls: tls))
+        backend = configuration.isCluster ? .cluster(RedisClusterRouter(configuration: configuration, limits: limits, tls: tls))
+            : configuration.isSentinel ? .sentinel(RedisSentinelRouter(configuration: configuration, limits: limits))
             : .server(RedisConnectionPool(configuration: configuration, limits: limits, tls: tls))
     }
 
-    /// A store on the server a URL names, `redis://[user:password@]host:port[/db]`, or on the
-    /// cluster `redis-cluster://[user:password@]host:port[,host:port...]`, over TLS with
-    /// `rediss://` and `rediss-cluster://` (`?cacert=PATH` for a private CA), with the other
+    /// A store on the server a URL names, `redis://[user:password@]host:port[/db]`, on the
+    /// cluster `redis-cluster://[user:password@]host:port[,host:port...]` (over TLS with
+    /// `rediss://` and `rediss-cluster://`, `?cacert=PATH` for a private CA), or on the primary
+    /// the sentinels name, `redis-sentinel://[user:password@]host:port[,host:port...][/db]#mastername`
+    /// (the credentials are the data nodes'; sentinels with a password of their own need
+    /// `init(configuration:)` and `RedisConfiguration.sentinelPassword`), with the other
     /// settings at their defaults.
     /// - Throws: `HTTPCachingError.invalidURL` saying what is wrong with the URL; for TLS,
     ///   `.invalidValue` when a certificate file cannot be read and `.unavailable` when

@@ -69,7 +69,7 @@ public final class TieredResponseStore: ResponseStore {
     private static func source(of back: any ResponseStore) -> NearCoherence.Source {
         if back is DiskResponseStore { return .disk }
         guard let redis = back as? RedisResponseStore else { return .none }
-        return redis.configuration.isCluster ? .unfollowed : .redis(redis.configuration, redis.layout)
+        return redis.configuration.isCluster || redis.configuration.isSentinel ? .unfollowed : .redis(redis.configuration, redis.layout)
     }
 
     /// Whether memory answers now: always, except in front of Redis while the invalidation

@@ -212,6 +212,19 @@ struct NearCacheLimitTests {
         #expect(throws: HTTPCachingError.self) { try tiered.entry(for: entry.key) }
     }
 
+    @Test("in front of a Sentinel-watched primary, memory never serves: every read goes to Redis")
+    func sentinelNeverServes() throws {
+        var configuration = RedisConfiguration(host: "127.0.0.1", port: 1, connectTimeout: 0.1, commandTimeout: 0.1, retryDelay: 0)
+        configuration.sentinelMasterName = "mymaster"
+        let tiered = TieredResponseStore(back: try RedisResponseStore(configuration: configuration))
+        let url = URL(string: "http://near.test/s")!
+        let entry = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: [:], body: Data("s".utf8), storedAt: Date())
+        tiered.memory.write(entry)
+        #expect(!tiered.servesFromMemory)
+        #expect(tiered.immediateEntry(for: entry.key) == .needsIO)
+        #expect(throws: HTTPCachingError.self) { try tiered.entry(for: entry.key) }
+    }
+
     @Test("in front of a Redis that is down, memory does not serve and reads fail as the store's own")
     func redisDownNeverServes() throws {
         let configuration = RedisConfiguration(host: "127.0.0.1", port: 1, connectTimeout: 0.1, commandTimeout: 0.1, retryDelay: 0.05)

@@ -10,7 +10,7 @@ extension PartialContentTests {
     static let url = URL(string: "http://example.test/media")!
     static let t0 = Date(timeIntervalSince1970: 1_773_000_000)
     /// The representation every part below is cut from: 26 bytes.
-    static let alphabet = Data("abcdefghijklmnopqrstuvwxyz".utf8)
+    static var alphabet: Data { Data("abcdefghijklmnopqrstuvwxyz".utf8) }
 
     static func partHead(_ range: Range<Int>, length: Int = 26, etag: String? = "\"v1\"", extra: [String: String] = [:]) -> ResponseHead {
         var headers = ["Content-Range": "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(length)",

@@ -11,7 +11,7 @@ import Testing
 struct PartialDecisionTests {
     static let url = CacheDecisionTests.url
     static let storedAt = CacheDecisionTests.storedAt
-    static let alphabet = Data("abcdefghijklmnopqrstuvwxyz".utf8)
+    static var alphabet: Data { Data("abcdefghijklmnopqrstuvwxyz".utf8) }
     static let on = CacheConfiguration(windows: .test(fresh: 60, usable: 3600), policy: .httpSemantics, storesPartialContent: true)
     static let off = CacheConfiguration(windows: .test(fresh: 60, usable: 3600), policy: .httpSemantics)
 

@@ -29,13 +29,13 @@ enum RedisClusterBench {
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-cluster-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        var nodes: [BenchRedisNode] = []
+        var nodes: [RedisProcess] = []
         defer { nodes.forEach { $0.stop() } }
         do {
             let ports = benchPortPairs(count: 4)
-            nodes.append(try BenchRedisNode(executable: server, port: ports[0], directory: directory, cluster: false))
+            nodes.append(try RedisProcess(executable: server, directory: directory.appendingPathComponent("\(ports[0])"), port: ports[0]))
             for port in ports.dropFirst() {
-                nodes.append(try BenchRedisNode(executable: server, port: port, directory: directory, cluster: true))
+                nodes.append(try RedisProcess(executable: server, directory: directory.appendingPathComponent("\(port)"), port: port, cluster: true))
             }
             try createCluster(cli: cli, ports: Array(ports.dropFirst()), directory: directory)
             let stores: [String: any ResponseStore] = [
@@ -192,39 +192,6 @@ enum RedisClusterBench {
     private static func find(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-}
-
-/// A `redis-server` of the bench's own on 127.0.0.1 (a cluster node when asked), no
-/// persistence, killed at the end (it holds nothing worth keeping).
-final class BenchRedisNode {
-    private let process = Process()
-
-    init(executable: String, port: Int, directory: URL, cluster: Bool) throws {
-        let own = directory.appendingPathComponent("\(port)")
-        try FileManager.default.createDirectory(at: own, withIntermediateDirectories: true)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", own.path, "--save", "", "--appendonly", "no",
-                             "--logfile", own.appendingPathComponent("redis.log").path]
-            + (cluster ? ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"] : [])
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let probe = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, retryDelay: 0))
-        let deadline = now() + 10
-        while (try? probe.ping()) == nil {
-            guard now() < deadline, process.isRunning else {
-                stop()
-                throw CocoaError(.executableLoad)
-            }
-            usleep(10_000) // polling a server that is starting
-        }
-    }
-
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
     }
 }
 

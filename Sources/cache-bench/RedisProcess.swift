@@ -4,22 +4,23 @@ import Glibc
 #endif
 import HTTPCaching
 
-/// A `redis-server` of the bench's own: 127.0.0.1, an ephemeral port, no persistence, killed
-/// at the end (it holds nothing worth keeping).
+/// A `redis-server` of the bench's own: 127.0.0.1, an ephemeral port (or the one given), no
+/// persistence, a cluster node if asked, killed at the end (it holds nothing worth keeping).
 final class RedisProcess {
     let port: Int
     private let process = Process()
 
-    init(executable: String, directory: URL) throws {
+    init(executable: String, directory: URL, port: Int? = nil, cluster: Bool = false) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = freePort()
+        self.port = port ?? freePort()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",
+        process.arguments = ["--port", "\(self.port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",
                              "--logfile", directory.appendingPathComponent("redis.log").path]
+            + (cluster ? ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"] : [])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let store = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: port, retryDelay: 0))
+        let store = try RedisResponseStore(configuration: RedisConfiguration(host: "127.0.0.1", port: self.port, retryDelay: 0))
         let deadline = now() + 10
         while (try? store.ping()) == nil {
             guard now() < deadline, process.isRunning else {

@@ -23,11 +23,7 @@ final class RedisCluster: @unchecked Sendable {
     static let userPassword = "cache-pw"
 
     /// `redis-cli` on the PATH, if there is one.
-    static let cli: URL? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("redis-cli") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let cli = executableOnPath("redis-cli")
 
     static let skipMessage = "redis-server or redis-cli not found on PATH, so the Redis Cluster tests are skipped: install "
         + "them (apt-get install redis-server redis-tools) or run .ci/run, which does; HTTP_CACHING_REQUIRE_REDIS=1 makes them missing a failure"

@@ -26,11 +26,7 @@ final class RedisSentinelGroup: @unchecked Sendable {
     static let sentinelPassword = "sentinel-pw"
 
     /// `redis-sentinel` on the PATH, if there is one.
-    static let sentinelExecutable: URL? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("redis-sentinel") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let sentinelExecutable = executableOnPath("redis-sentinel")
 
     static let skipMessage = "redis-server or redis-sentinel not found on PATH, so the Redis Sentinel tests are skipped: install "
         + "them (apt-get install redis-server redis-sentinel) or run .ci/run, which does; HTTP_CACHING_REQUIRE_REDIS=1 makes them missing a failure"

@@ -13,11 +13,7 @@ final class RedisServer: @unchecked Sendable {
     static let isRequired = ProcessInfo.processInfo.environment["HTTP_CACHING_REQUIRE_REDIS"] == "1"
 
     /// `redis-server` on the PATH, if there is one.
-    static let executable: URL? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("redis-server") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let executable = executableOnPath("redis-server")
 
     /// What the skipped tests say.
     static let skipMessage = "redis-server not found on PATH, so the Redis tests are skipped: install it "
@@ -189,4 +185,11 @@ func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
         _ = tick.wait(timeout: .now() + 0.01)
     }
     return condition()
+}
+
+/// A program on the `PATH` (`/usr/local/bin:/usr/bin:/bin` without one), if there is one.
+func executableOnPath(_ name: String) -> URL? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+    return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent(name) }
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
 }

@@ -8,11 +8,7 @@ import Testing
 /// `localhost` and `127.0.0.1`, one for another name only, and a client certificate.
 struct TestCertificates: Sendable {
     /// `openssl` on the PATH, if there is one.
-    static let executable: URL? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("openssl") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let executable = executableOnPath("openssl")
 
     /// What the skipped tests say.
     static let skipMessage = "the TLS tests need the openssl command (to make a throwaway CA) and OpenSSL 3's libssl.so.3: "

@@ -158,6 +158,26 @@ struct RedisTLSTests {
         #expect(h.recorder.count(where: { $0.name == "storeFailed" }) == 0)
     }
 
+    @Test("a near cache over TLS: its invalidation connection speaks TLS too, so memory serves, and drops what another store replaces")
+    func nearCacheOverTLS() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let url = "rediss://127.0.0.1:\(server.port)?cacert=\(try Self.certificates().caFile)"
+        let prefix = "tls-near-\(UUID().uuidString):"
+        let writer = try RedisResponseStore(url: url, keyPrefix: prefix)
+        let near = TieredResponseStore(back: try RedisResponseStore(url: url, keyPrefix: prefix))
+        #expect(eventually(timeout: 10) { near.servesFromMemory }, "tracking is on over TLS")
+        let link = URL(string: "http://near.test/tls")!
+        func entry(_ body: String) -> CacheEntry {
+            CacheEntry(key: CacheKey(url: link), url: link, statusCode: 200, headers: [:], body: Data(body.utf8), storedAt: Date())
+        }
+        try writer.write(entry("v1"))
+        #expect(eventually(timeout: 5) { _ = try? near.entry(for: CacheKey(url: link)); return near.memory.entry(for: CacheKey(url: link)) != nil })
+        try writer.write(entry("v2"))
+        #expect(eventually(timeout: 5) { near.memory.entry(for: CacheKey(url: link))?.body != Data("v1".utf8) }, "the replaced entry left memory")
+        #expect(try near.entry(for: CacheKey(url: link))?.body == Data("v2".utf8))
+    }
+
     @Test("the store's calls over TLS: conformance, a host name checked by name (SNI), and 8 threads sharing the pool")
     func conformanceAndConcurrency() throws {
         let server = try Self.server()

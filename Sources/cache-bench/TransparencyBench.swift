@@ -22,7 +22,8 @@ enum TransparencyBench {
     }
 
     /// Sequential 1 KB memory hits, in microseconds, with the cache's statistics counted and
-    /// without (`HTTP_CACHING_STATISTICS=off` when the second cache is made), interleaved.
+    /// without (`HTTP_CACHING_STATISTICS=off` when the second cache is made), interleaved, each
+    /// going first in every other round.
     static func statisticsCost(origin: LoopbackOrigin, count: Int, rounds: Int) -> (on: Double, off: Double) {
         func session() -> URLSession {
             let configuration = URLSessionConfiguration.ephemeral
@@ -37,8 +38,10 @@ enum TransparencyBench {
         let hot = (0..<HTTPBench.hotKeys).map { origin.url("/body/1024?statistics=\($0)") }
         for url in hot { get(counting, url); get(silent, url) }
         var on: [Double] = [], off: [Double] = []
-        for _ in 0..<rounds {
-            for (session, times) in [(counting, 0), (silent, 1)] {
+        for round in 0..<rounds {
+            // Each first in turn, so neither pays for going first.
+            let order = round % 2 == 0 ? [(counting, 0), (silent, 1)] : [(silent, 1), (counting, 0)]
+            for (session, times) in order {
                 let start = now()
                 for index in 0..<count { get(session, hot[index % hot.count]) }
                 let perRequest = (now() - start) / Double(count)

@@ -1,6 +1,6 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
 // `swift run -c release cache-bench [--quick] [--disk-hits-only] [--redis-only] [--redis-cluster-only] [--near-disk-only]
-// [--redis-variant V B N]` (`--redis-only` includes the near cache: its hits and its invalidation delay). Times are
+// [--redis-variant V B N] [--statistics-only]` (`--redis-only` includes the near cache: its hits and its invalidation delay). Times are
 // medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
@@ -138,6 +138,17 @@ if let index = arguments.firstIndex(of: "--redis-variant"), arguments.count > in
     origin.stop()
     for problem in result.problems { print("problem: \(problem)") }
     exit(result.problems.isEmpty ? 0 : 1)
+}
+
+// `--statistics-only`: 1 KB memory hits with statistics counted and without, 15 rounds.
+if arguments.contains("--statistics-only") {
+    let origin = try LoopbackOrigin()
+    origin.route("/body/1024", response: .init(headers: [("Content-Type", "application/octet-stream")], body: Data(repeating: 120, count: 1024)))
+    let cost = TransparencyBench.statisticsCost(origin: origin, count: 2000, rounds: 15)
+    origin.stop()
+    print("1 KB memory hits: \(formatMicros(cost.on)) µs with statistics counted, \(formatMicros(cost.off)) µs without")
+    print("ratio.hit_statistics_on_over_off=\(formatRatio(cost.on / cost.off))")
+    exit(0)
 }
 
 // `--redis-only`: fresh hits from a Redis store against memory and disk stores.

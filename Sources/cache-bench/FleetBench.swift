@@ -15,7 +15,9 @@ enum FleetBench {
         defer { try? FileManager.default.removeItem(at: directory) }
         origin.route("/fleet-cold", response: .init(headers: [("Cache-Control", "max-age=600")], text: "filled", delay: 0.1))
         let url = origin.url("/fleet-cold")
-        let children = try (0..<processes).map { _ in try Child(directory: directory, url: url, callers: callers) }
+        let children = try (0..<processes).map { _ in
+            try BenchChild(arguments: ["--fill-worker", directory.path, url.absoluteString, String(callers)])
+        }
         for child in children { _ = child.line() } // "ready": its store is open
         for child in children { child.send("go") }
         for child in children { _ = child.line(); child.process.waitUntilExit() } // "done"
@@ -40,32 +42,5 @@ enum FleetBench {
         group.wait()
         FileHandle.standardOutput.write(Data("done\n".utf8))
         store.close()
-    }
-
-    private final class Child {
-        let process = Process()
-        private let input = Pipe(), output = Pipe()
-
-        init(directory: URL, url: URL, callers: Int) throws {
-            process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            process.arguments = ["--fill-worker", directory.path, url.absoluteString, String(callers)]
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
-        }
-
-        func send(_ line: String) {
-            input.fileHandleForWriting.write(Data((line + "\n").utf8))
-        }
-
-        func line() -> String? {
-            var line = Data()
-            while true {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                if byte.isEmpty || byte == Data([10]) { break }
-                line += byte
-            }
-            return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
-        }
     }
 }

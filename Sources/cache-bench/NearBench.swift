@@ -16,7 +16,7 @@ enum NearBench {
         let writer = try open(store)
         defer { (writer as? DiskResponseStore)?.close() }
         try writer.write(entry(version: 0))
-        let children = try (0..<processes).map { _ in try Child(store: store) }
+        let children = try (0..<processes).map { _ in try BenchChild(arguments: ["--near-worker", store]) }
         defer { children.forEach { $0.finish() } }
         for child in children where child.line() != "ready" { throw CocoaError(.featureUnsupported) }
         var delays: [Double] = []
@@ -75,37 +75,5 @@ enum NearBench {
 
     private static func say(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
-
-    private final class Child {
-        let process = Process()
-        private let input = Pipe(), output = Pipe()
-
-        init(store: String) throws {
-            process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            process.arguments = ["--near-worker", store]
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
-        }
-
-        func send(_ line: String) {
-            input.fileHandleForWriting.write(Data((line + "\n").utf8))
-        }
-
-        func line() -> String? {
-            var line = Data()
-            while true {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                if byte.isEmpty || byte == Data([10]) { break }
-                line += byte
-            }
-            return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
-        }
-
-        func finish() {
-            try? input.fileHandleForWriting.close()
-            process.waitUntilExit()
-        }
     }
 }

@@ -30,8 +30,8 @@ final class RedisCluster: @unchecked Sendable {
 
     /// The nodes' ports, in the order started.
     let ports: [Int]
-    let directory: URL
-    private let processes = Mutex<[Int: ChildProcess]>([:])
+    let nodes = RedisProcessGroup(name: "redis-cluster-test")
+    var directory: URL { nodes.directory }
 
     /// Starts six nodes and makes them a cluster, then waits until it is healthy.
     /// - Throws: `RedisServer.Failure` when a program is missing, a node does not start, or the
@@ -42,12 +42,8 @@ final class RedisCluster: @unchecked Sendable {
                 ? "HTTP_CACHING_REQUIRE_REDIS=1 requires redis-server and redis-cli on PATH: install redis-server and redis-tools, or run .ci/run"
                 : Self.skipMessage)
         }
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-cluster-test-\(UUID().uuidString)")
         ports = Self.freePorts(count: 6)
-        for port in ports {
-            try FileManager.default.createDirectory(at: nodeDirectory(port), withIntermediateDirectories: true)
-            try start(port)
-        }
+        for port in ports { try start(port) }
         let create = try ChildProcess("/bin/sh", ["-c", "exec \"$0\" \"$@\" > \"\(directory.path)/create.log\" 2>&1", cli.path,
                                                   "-a", Self.adminPassword, "--no-auth-warning", "--cluster", "create"]
                                       + ports.map { "127.0.0.1:\($0)" } + ["--cluster-replicas", "1", "--cluster-yes"])
@@ -62,14 +58,7 @@ final class RedisCluster: @unchecked Sendable {
     deinit { stop() }
 
     /// Stops every node (SIGKILL: they hold nothing worth keeping) and removes the directory.
-    func stop() {
-        let all = processes.withLock { processes in
-            defer { processes = [:] }
-            return Array(processes.values)
-        }
-        for process in all { process.end(with: SIGKILL) }
-        try? FileManager.default.removeItem(at: directory)
-    }
+    func stop() { nodes.stop() }
 
     // MARK: - Stores
 
@@ -108,13 +97,11 @@ final class RedisCluster: @unchecked Sendable {
 
     /// A field of `INFO` or `CLUSTER INFO` text (`cluster_state`, `role`, ...) from a node.
     func info(_ port: Int, _ field: String, section: String = "replication") throws -> String? {
-        let reply = section == "cluster" ? try command(port, "CLUSTER", "INFO") : try command(port, "INFO", section)
-        let text = String(decoding: reply.bytes ?? [], as: UTF8.self)
-        return text.split(whereSeparator: \.isNewline).first { $0.hasPrefix(field + ":") }.map { String($0.dropFirst(field.count + 1)) }
+        infoField(field, in: section == "cluster" ? try command(port, "CLUSTER", "INFO") : try command(port, "INFO", section))
     }
 
     /// The nodes running now.
-    var running: [Int] { processes.withLock { $0.keys.sorted() } }
+    var running: [Int] { nodes.running }
 
     /// Each primary's port, with its replicas' ports and the slot ranges it serves, as a
     /// running node tells it.
@@ -137,23 +124,16 @@ final class RedisCluster: @unchecked Sendable {
     }
 
     /// Kills a node with SIGKILL, as a crash would.
-    func kill(_ port: Int) {
-        processes.withLock { $0.removeValue(forKey: port) }?.end(with: SIGKILL)
-    }
+    func kill(_ port: Int) { nodes.kill(port) }
 
     /// Starts a node (again, after `kill`): its directory keeps its cluster configuration, so
     /// it rejoins, as a replica of whoever took its place.
     func start(_ port: Int) throws {
-        let process = try ChildProcess(try #require(RedisServer.executable).path, [
-            "--port", "\(port)", "--bind", "127.0.0.1", "--dir", nodeDirectory(port).path, "--save", "", "--appendonly", "no",
-            "--daemonize", "no", "--logfile", nodeDirectory(port).appendingPathComponent("redis.log").path,
-            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
-            "--requirepass", Self.adminPassword, "--masterauth", Self.adminPassword,
-            "--user", Self.user, "on", ">\(Self.userPassword)", "~*", "+@all", "-@dangerous",
-        ])
-        processes.withLock { $0[port] = process }
-        let up = eventually(timeout: 10) { (try? command(port, "PING")) == .simpleString("PONG") }
-        guard up else { throw RedisServer.Failure(description: "cluster node \(port) did not answer PING within 10 s") }
+        let arguments = try nodes.serverArguments(port, adminPassword: Self.adminPassword, user: Self.user, userPassword: Self.userPassword)
+            + ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000"]
+        try nodes.start(port, try #require(RedisServer.executable).path, arguments, what: "cluster node") {
+            (try? command(port, "PING")) == .simpleString("PONG")
+        }
     }
 
     /// Waits until every running node says the cluster is ok with all 16384 slots served,
@@ -184,10 +164,6 @@ final class RedisCluster: @unchecked Sendable {
             }
         }
         if !healthy { throw RedisServer.Failure(description: "the cluster was not healthy within \(timeout) s: \(last)") }
-    }
-
-    private func nodeDirectory(_ port: Int) -> URL {
-        directory.appendingPathComponent("\(port)")
     }
 
     /// Ports nothing listens on now whose bus ports (port + 10000) are free too, from a range

@@ -35,8 +35,7 @@ final class RedisSentinelGroup: @unchecked Sendable {
     let dataPorts: [Int]
     /// The sentinels' ports.
     let sentinelPorts: [Int]
-    let directory: URL
-    private let processes = Mutex<[Int: ChildProcess]>([:])
+    let nodes = RedisProcessGroup(name: "redis-sentinel-test")
 
     /// Starts the primary, its replica and three sentinels, then waits until the group is healthy.
     /// - Throws: `RedisServer.Failure` when a program is missing, a process does not start, or
@@ -47,7 +46,6 @@ final class RedisSentinelGroup: @unchecked Sendable {
                 ? "HTTP_CACHING_REQUIRE_REDIS=1 requires redis-server and redis-sentinel on PATH: install them, or run .ci/run"
                 : Self.skipMessage)
         }
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-sentinel-test-\(UUID().uuidString)")
         // Ports the kernel hands out (outside the range the cluster's suite picks from, which
         // runs at the same time), none twice.
         var ports: [Int] = []
@@ -71,14 +69,7 @@ final class RedisSentinelGroup: @unchecked Sendable {
     deinit { stop() }
 
     /// Stops every process (SIGKILL: they hold nothing worth keeping) and removes the directory.
-    func stop() {
-        let all = processes.withLock { processes in
-            defer { processes = [:] }
-            return Array(processes.values)
-        }
-        for process in all { process.end(with: SIGKILL) }
-        try? FileManager.default.removeItem(at: directory)
-    }
+    func stop() { nodes.stop() }
 
     // MARK: - Stores
 
@@ -117,8 +108,7 @@ final class RedisSentinelGroup: @unchecked Sendable {
 
     /// A field of a data node's `INFO replication` (`role`, `master_link_status`, ...).
     func info(_ port: Int, _ field: String) throws -> String? {
-        let text = String(decoding: try command(port, "INFO", "replication").bytes ?? [], as: UTF8.self)
-        return text.split(whereSeparator: \.isNewline).first { $0.hasPrefix(field + ":") }.map { String($0.dropFirst(field.count + 1)) }
+        infoField(field, in: try command(port, "INFO", "replication"))
     }
 
     /// A field of `SENTINEL MASTER mymaster` as a sentinel tells it (`flags`, `num-slaves`, ...).
@@ -142,31 +132,22 @@ final class RedisSentinelGroup: @unchecked Sendable {
     }
 
     /// The processes running now.
-    var running: [Int] { processes.withLock { $0.keys.sorted() } }
+    var running: [Int] { nodes.running }
 
     /// Kills a process with SIGKILL, as a crash would.
-    func kill(_ port: Int) {
-        processes.withLock { $0.removeValue(forKey: port) }?.end(with: SIGKILL)
-    }
+    func kill(_ port: Int) { nodes.kill(port) }
 
     /// Starts a data node (again, after `kill`), as a replica of `replicaOf` when given.
     func startData(_ port: Int, replicaOf primary: Int?) throws {
-        let node = nodeDirectory(port)
-        try FileManager.default.createDirectory(at: node, withIntermediateDirectories: true)
-        let process = try ChildProcess(try #require(RedisServer.executable).path, [
-            "--port", "\(port)", "--bind", "127.0.0.1", "--dir", node.path, "--save", "", "--appendonly", "no",
-            "--daemonize", "no", "--logfile", node.appendingPathComponent("redis.log").path,
-            "--requirepass", Self.adminPassword, "--masterauth", Self.adminPassword,
-            "--user", Self.user, "on", ">\(Self.userPassword)", "~*", "+@all", "-@dangerous",
-        ] + (primary.map { ["--replicaof", "127.0.0.1", "\($0)"] } ?? []))
-        processes.withLock { $0[port] = process }
-        let up = eventually(timeout: 10) { (try? command(port, "PING")) == .simpleString("PONG") }
-        guard up else { throw RedisServer.Failure(description: "data node \(port) did not answer PING within 10 s") }
+        let arguments = try nodes.serverArguments(port, adminPassword: Self.adminPassword, user: Self.user, userPassword: Self.userPassword)
+            + (primary.map { ["--replicaof", "127.0.0.1", "\($0)"] } ?? [])
+        try nodes.start(port, try #require(RedisServer.executable).path, arguments, what: "data node") {
+            (try? command(port, "PING")) == .simpleString("PONG")
+        }
     }
 
     private func startSentinel(_ port: Int, executable: URL) throws {
-        let node = nodeDirectory(port)
-        try FileManager.default.createDirectory(at: node, withIntermediateDirectories: true)
+        let node = try nodes.folder(port)
         let file = node.appendingPathComponent("sentinel.conf")
         try """
             port \(port)
@@ -183,10 +164,7 @@ final class RedisSentinelGroup: @unchecked Sendable {
             sentinel parallel-syncs \(Self.masterName) 1
 
             """.write(to: file, atomically: true, encoding: .utf8)
-        let process = try ChildProcess(executable.path, [file.path])
-        processes.withLock { $0[port] = process }
-        let up = eventually(timeout: 10) { (try? command(port, "PING")) == .simpleString("PONG") }
-        guard up else { throw RedisServer.Failure(description: "sentinel \(port) did not answer PING within 10 s") }
+        try nodes.start(port, executable.path, [file.path], what: "sentinel") { (try? command(port, "PING")) == .simpleString("PONG") }
     }
 
     /// Waits until every sentinel names the same running primary, with no failover under way,
@@ -217,9 +195,6 @@ final class RedisSentinelGroup: @unchecked Sendable {
         if !healthy { throw RedisServer.Failure(description: "the Sentinel group was not healthy within \(timeout) s: \(last)") }
     }
 
-    private func nodeDirectory(_ port: Int) -> URL {
-        directory.appendingPathComponent("\(port)")
-    }
 }
 
 /// Starts one `RedisSentinelGroup` for a whole suite, hands it to the suite's tests as

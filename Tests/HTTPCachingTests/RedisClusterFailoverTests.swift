@@ -89,6 +89,9 @@ extension RedisClusterTests {
         traffic.phase = 2
         #expect(await eventually(timeout: 20) { traffic.freshAfterPromotion(of: onVictim) > 0 },
                 "hits resumed for the dead primary's entries, served by the promoted replica")
+        // Traffic ran through the whole failover: stopped only once it has sent enough that the
+        // count below says so, not when a fast promotion happens to end the test early.
+        _ = await eventually(timeout: 20) { traffic.summary.requests > 100 }
         traffic.stop()
         for worker in workers { await worker.value }
 

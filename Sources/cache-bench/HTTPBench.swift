@@ -16,7 +16,7 @@ struct HTTPBench {
     static let sizes = [Size(suffix: "", bytes: 1024, requests: 400),
                         Size(suffix: "_100k", bytes: 100 * 1024, requests: 150),
                         Size(suffix: "_1m", bytes: 1 << 20, requests: 30)]
-    static let variants = ["hit", "floor", "network", "miss", "urlcache"]
+    static let variants = ["hit", "floor", "network", "miss", "relay", "urlcache"]
     static let hotKeys = 8
 
     let origin: LoopbackOrigin
@@ -24,6 +24,7 @@ struct HTTPBench {
     let hitSession: URLSession
     let missSession: URLSession
     let floorSession: URLSession
+    let relaySession: URLSession
     let networkSession: URLSession
     let urlCacheSession: URLSession
     let windows = CacheWindows(fresh: 3600, usable: 7200)
@@ -51,6 +52,11 @@ struct HTTPBench {
         floor.protocolClasses = [FloorProtocol.self] + (floor.protocolClasses ?? [])
         floorSession = URLSession(configuration: floor)
 
+        let relay = URLSessionConfiguration.ephemeral
+        relay.urlCache = nil
+        relay.protocolClasses = [RelayProtocol.self] + (relay.protocolClasses ?? [])
+        relaySession = URLSession(configuration: relay)
+
         let network = URLSessionConfiguration.ephemeral
         network.urlCache = nil
         networkSession = URLSession(configuration: network)
@@ -75,7 +81,7 @@ struct HTTPBench {
     func urls(_ variant: String, _ size: Size, count: Int, unique: inout Int) -> [URL] {
         (0..<count).map { i in
             switch variant {
-            case "hit", "network": return origin.url("/body/\(size.bytes)?k=\(i % Self.hotKeys)")
+            case "hit", "network", "relay": return origin.url("/body/\(size.bytes)?k=\(i % Self.hotKeys)")
             case "floor": return origin.url("/floor/\(size.bytes)?k=\(i % Self.hotKeys)")
             case "urlcache": return origin.url("/uc/\(size.bytes)/k\(i % Self.hotKeys)")
             default:
@@ -89,6 +95,7 @@ struct HTTPBench {
         switch variant {
         case "hit": hitSession
         case "floor": floorSession
+        case "relay": relaySession
         case "network": networkSession
         case "urlcache": urlCacheSession
         default: missSession

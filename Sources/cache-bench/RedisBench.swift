@@ -18,8 +18,9 @@ enum RedisBench {
     /// "near": a tiered store in front of Redis (its memory a near cache kept coherent by
     /// client-side caching).
     static let variants = ["memory", "disk", "redis", "near"]
-    /// What each round measures: the stores through URLSession, and the anchor, a raw `GET`.
-    static let measured = variants + ["raw"]
+    /// What each round measures: the stores through URLSession, the Redis store's own read
+    /// ("store": `entry(for:)` called directly, no URLSession), and the anchor, a raw `GET`.
+    static let measured = variants + ["store", "raw"]
     static let hotKeys = 8
 
     /// One variant alone, for a profiler (`--redis-variant VARIANT BYTES COUNT`): the same
@@ -142,6 +143,7 @@ enum RedisBench {
     /// - Returns: the body's length, -1 on failure.
     private static func read(_ setup: Setup, _ variant: String, _ bytes: Int, _ i: Int) -> Int {
         if variant == "raw" { return (try? setup.raw.get(rawKey(bytes, i))) ?? -1 }
+        if variant == "store" { return (try? setup.redis.entry(for: storeKey(setup.origin, bytes, i)))??.body.count ?? -1 }
         guard let session = setup.sessions[variant] else { return -1 }
         return get(session, url(setup.origin, bytes, i))
     }
@@ -162,6 +164,11 @@ enum RedisBench {
     /// The key of the raw `GET`'s value `i` (modulo `hotKeys`) of a size.
     static func rawKey(_ size: Int, _ i: Int) -> String {
         "raw:\(size):\(i % hotKeys)"
+    }
+
+    /// The key the Redis store keeps hot key `i` (modulo `hotKeys`) of a size under.
+    private static func storeKey(_ origin: LoopbackOrigin, _ size: Int, _ i: Int) -> CacheKey {
+        CacheKey(url: url(origin, size, i))
     }
 
     /// The URL of hot key `i` (modulo `hotKeys`) of a size.
@@ -228,6 +235,9 @@ enum RedisBench {
             lines.append("ratio.redis_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["redis"] ?? .nan) / memory))")
             lines.append("ratio.disk_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["disk"] ?? .nan) / memory))")
             lines.append("ratio.near_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["near"] ?? .nan) / memory))")
+            // The decomposition of a Redis hit: the store's own read, against the raw GET.
+            lines.append("redis.store_read_us\(size.suffix)=\(String(format: "%.1f", (m["store"] ?? .nan) * 1e6))")
+            lines.append("ratio.redis_store_read_over_raw_get\(size.suffix)=\(formatRatio((m["store"] ?? .nan) / rawGet))")
         }
         let unique = Array(Set(problems)).sorted()
         if !unique.isEmpty {

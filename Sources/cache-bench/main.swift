@@ -189,6 +189,11 @@ for size in HTTPBench.sizes {
     // What a miss adds to the network's own time, in floors (one URLProtocol round trip).
     let added = (m["miss"] ?? .nan) - (m["network"] ?? .nan)
     lines.append("ratio.miss_minus_network_over_floor\(size.suffix)=\(formatRatio(added / (m["floor"] ?? .nan)))")
+    // The same for the least a forwarding protocol can do (RelayProtocol), and what the cache
+    // adds beyond it, in floors.
+    let relayed = (m["relay"] ?? .nan) - (m["network"] ?? .nan)
+    lines.append("ratio.relay_minus_network_over_floor\(size.suffix)=\(formatRatio(relayed / (m["floor"] ?? .nan)))")
+    lines.append("ratio.miss_minus_relay_over_floor\(size.suffix)=\(formatRatio(((m["miss"] ?? .nan) - (m["relay"] ?? .nan)) / (m["floor"] ?? .nan)))")
 }
 
 let statistics = TransparencyBench.statisticsCost(origin: origin, count: quick ? 500 : 2000, rounds: rounds)

@@ -29,7 +29,7 @@ struct ResponseHead: Sendable, Equatable {
 
     /// The announced body length, if any and valid.
     var contentLength: Int? {
-        header("Content-Length").flatMap { HTTPFieldParsing.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) }
+        header("Content-Length").flatMap { HTTPFieldParsing.deltaSeconds(HTTPFieldParsing.trimmingOWS(Substring($0))) }
             .map { Int($0) }
     }
 }

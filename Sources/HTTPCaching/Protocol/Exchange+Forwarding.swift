@@ -29,7 +29,9 @@ extension Exchange {
         // where `startLoading` runs: every session's work queue targets it, so creating a task
         // there waits on the queue the thread already holds, and traps.
         binding.control.async {
-            // A caller that takes the answer whole gets it whole from the network too.
+            // A caller that takes the answer whole gets it whole from the network too (known
+            // once the work queue has read it, overlapping this block's start).
+            self.preparing.wait()
             let whole = self.caller != nil && self.state.withLock { $0.callerTakes?.streaming == false }
             let task = self.binding.forwarding.makeTask(sending.value.0, body: sending.value.1, whole: whole, observer: self)
             // Its answer reaches the caller through blocks on the queue its own transfer runs on.

@@ -34,6 +34,10 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     let cache: CacheEngine
     let role: Role
     let state: Mutex<State>
+    /// Entered while the work queue reads how the caller takes an answer, after it handed the
+    /// request on (`prepare(_:after:)`); the thread it was handed to waits on it before it
+    /// needs that answer.
+    let preparing = DispatchGroup()
 
     struct State {
         var hop: Hop
@@ -107,15 +111,16 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         if let key, case .answered(let entry, let other) = cache.lookupImmediately(key, headers: hop.headers) {
             return caller.delivery.inline { start(key: key, entry: entry, otherVariant: other) }
         }
-        prepareForNetwork(caller)
-        cache.ioQueue(for: hop.key.url).async {
-            guard let key = key ?? (try? self.binding.key(for: hop.request)) else {
-                // The store cannot give the partition secret: this credentialed request can be
-                // neither looked up nor stored; it goes to the network untouched.
-                return self.start(key: hop.key, entry: nil, otherVariant: false, storeUnavailable: true)
+        prepare(caller) {
+            cache.ioQueue(for: hop.key.url).async {
+                guard let key = key ?? (try? self.binding.key(for: hop.request)) else {
+                    // The store cannot give the partition secret: this credentialed request can
+                    // be neither looked up nor stored; it goes to the network untouched.
+                    return self.start(key: hop.key, entry: nil, otherVariant: false, storeUnavailable: true)
+                }
+                let (entry, other) = self.cache.lookup(key, headers: hop.headers)
+                self.start(key: key, entry: entry, otherVariant: other)
             }
-            let (entry, other) = self.cache.lookup(key, headers: hop.headers)
-            self.start(key: key, entry: entry, otherVariant: other)
         }
     }
 
@@ -133,8 +138,23 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             state.transaction = transaction
             return actions
         }
-        if let caller, !state.withLock({ $0.transaction?.isDone ?? true }) { prepareForNetwork(caller) }
+        guard let caller, !state.withLock({ $0.transaction?.isDone ?? true }) else { return run(actions) }
+        if caller.delivery.isInline { return prepare(caller) { run(actions) } }
+        preparing.wait()
+        prepareForNetwork(caller)
         run(actions)
+    }
+
+    /// On the task's work queue: runs `handOff`, which hands the request on to another thread,
+    /// then reads how the caller takes an answer (`prepareForNetwork`), so that the reflection
+    /// overlaps that thread's start instead of delaying it. That thread waits on `preparing`
+    /// before it needs the answer.
+    func prepare(_ caller: Caller, after handOff: () -> Void) {
+        guard state.withLock({ $0.callerTakes == nil }) else { return handOff() }
+        preparing.enter()
+        handOff()
+        prepareForNetwork(caller)
+        preparing.leave()
     }
 
     /// Before an answer comes from the network: how the caller takes it, read on the task's

@@ -12,12 +12,18 @@ enum StoredField {
         let type: Any.Type
     }
 
-    private static let fields = Mutex<[String: Field?]>([:])
+    /// A class and a property name, as the fields found are kept by.
+    private struct Key: Hashable {
+        let type: ObjectIdentifier
+        let name: String
+    }
+
+    private static let fields = Mutex<[Key: Field?]>([:])
 
     /// The property `name` of `object`, searched up its class hierarchy; nil if there is none.
     static func value(named name: String, in object: AnyObject) -> Any? {
         let cls: AnyClass = type(of: object)
-        let cacheKey = "\(ObjectIdentifier(cls).hashValue):\(name)"
+        let cacheKey = Key(type: ObjectIdentifier(cls), name: name)
         let field: Field?
         if let known = fields.withLock({ $0[cacheKey] }) {
             field = known

@@ -139,9 +139,9 @@ enum TaskIntrospection {
               let behaviours = storedValue(named: "behaviours", in: registry as AnyObject),
               let table = behaviours as? any IntKeyedTable else { return nil }
         // One entry looked up in place (a cast to [Int: Any] would box every task's entry), and
-        // its case named by the runtime, as `print` names it (a Mirror costs far more).
+        // its case named as `print` names it (a Mirror costs far more).
         guard let found = table.anyValue(for: task.taskIdentifier) else { return nil }
-        func name<T>(_ value: T) -> String? { enumCaseName(value).map { String(cString: $0) } }
+        func name<T>(_ value: T) -> String? { EnumCaseNames.name(of: value) }
         guard let caseName = _openExistential(found, do: name) else { return nil }
         return (caseName, found)
     }
@@ -223,8 +223,3 @@ protocol OptionalValue {
 extension Optional: OptionalValue {
     var wrappedValue: Any? { self.map { $0 } }
 }
-
-/// The name of an enum value's case, as the runtime prints it; nil for a value that is not an
-/// enum. (The runtime entry point `print` and `String(describing:)` use.)
-@_silgen_name("swift_EnumCaseName")
-private func enumCaseName<T>(_ value: T) -> UnsafePointer<CChar>?

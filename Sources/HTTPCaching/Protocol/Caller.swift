@@ -37,8 +37,10 @@ final class Caller: Sendable {
     /// Whether the calling thread is `startLoading`'s, on the task's work queue.
     var onWorkQueue: Bool { delivery.isInline }
 
-    /// The session and the delegate Foundation would ask about the task, if both are known.
+    /// The session and the delegate Foundation would ask about the task, if both are known
+    /// (read here when still inside `startLoading`, where `prepareForNetwork` may not have run).
     func askable() -> (session: URLSession, delegate: URLSessionTaskDelegate, task: URLSessionTask)? {
+        if onWorkQueue { facts?.load() }
         guard let facts, let session = facts.session, let delegate = facts.delegate(onWorkQueue: onWorkQueue) else { return nil }
         return (session, delegate, facts.task)
     }

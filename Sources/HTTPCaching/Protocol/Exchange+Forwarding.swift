@@ -24,16 +24,18 @@ extension Exchange {
     }
 
     func send(conditional: [String: String], hop: Hop) {
-        let sending = UncheckedBox((Hop.forwardingRequest(from: hop.request, conditional: conditional), hop.body.forwarded))
+        let sending = UncheckedBox((hop.request, hop.body.forwarded))
         // Never create or resume a task synchronously on Foundation's shared URLSession queue,
         // where `startLoading` runs: every session's work queue targets it, so creating a task
-        // there waits on the queue the thread already holds, and traps.
+        // there waits on the queue the thread already holds, and traps. The request is made
+        // here too, while that queue is still held by the rest of `startLoading`.
         binding.control.async {
+            let request = Hop.forwardingRequest(from: sending.value.0, conditional: conditional)
             // A caller that takes the answer whole gets it whole from the network too (known
             // once the work queue has read it, overlapping this block's start).
             self.preparing.wait()
             let whole = self.caller != nil && self.state.withLock { $0.callerTakes?.streaming == false }
-            let task = self.binding.forwarding.makeTask(sending.value.0, body: sending.value.1, whole: whole, observer: self)
+            let task = self.binding.forwarding.makeTask(request, body: sending.value.1, whole: whole, observer: self)
             // Its answer reaches the caller through blocks on the queue its own transfer runs on.
             self.caller?.delivery.follow(self.binding.forwarding.transferQueue ?? TaskIntrospection.workQueue(of: task))
             let go = self.state.withLock { state -> Bool in

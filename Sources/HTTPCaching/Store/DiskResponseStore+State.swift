@@ -38,18 +38,18 @@ enum MaintenanceStatus: Sendable, Equatable {
     case idle, scheduled, running, runningAgain
 }
 
-/// The decoded metadata of recently read entries (at most 1,024), by entry name. Reusing one
-/// is safe: the bytes read are still checked against their checksum, which must equal the
-/// cached one.
-final class MetadataCache: Sendable {
-    private let slots = Mutex<[EntryName: EntryFileFormat.Metadata]>([:])
+/// The decoded metadata of recently read entries (at most 1,024), by entry name (a disk
+/// store's) or key (a Redis store's). Reusing one is safe: the bytes read are still checked
+/// against their checksum, which must equal the cached one.
+final class MetadataCache<Name: Hashable & Sendable>: Sendable {
+    private let slots = Mutex<[Name: EntryFileFormat.Metadata]>([:])
     private let capacity = 1024
 
-    func get(_ name: EntryName) -> EntryFileFormat.Metadata? {
+    func get(_ name: Name) -> EntryFileFormat.Metadata? {
         slots.withLock { $0[name] }
     }
 
-    func set(_ name: EntryName, _ metadata: EntryFileFormat.Metadata) {
+    func set(_ name: Name, _ metadata: EntryFileFormat.Metadata) {
         slots.withLock { slots in
             if slots.count >= capacity, slots[name] == nil { slots.remove(at: slots.startIndex) }
             slots[name] = metadata

@@ -96,7 +96,7 @@ public final class DiskResponseStore: ResponseStore {
     private let handler = Mutex<(@Sendable ([CacheKey]) -> Void)?>(nil)
     private let changes = Mutex<(@Sendable ([CacheKey]?) -> Void)?>(nil)
     /// The metadata of recently read entries, so reading one again skips parsing it.
-    let decodedMetadata = MetadataCache()
+    let decodedMetadata = MetadataCache<EntryName>()
     /// Whether reads are tried in place (`immediateEntry(for:)`): without a transform, on a
     /// local disk file system of a kernel that can read without waiting; turned off the first
     /// time it cannot.

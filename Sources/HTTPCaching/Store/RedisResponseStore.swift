@@ -45,6 +45,8 @@ public final class RedisResponseStore: ResponseStore {
 
     let backend: RedisBackend
     let layout: RedisEntryLayout
+    /// The metadata of entries read recently, decoded once.
+    private let decodedMetadata = MetadataCache<CacheKey>()
     private let secret = Mutex<[UInt8]?>(nil)
     /// The tokens of the claims this store holds, by claim key.
     private let claims = Mutex<[[UInt8]: [UInt8]]>([:])
@@ -148,7 +150,7 @@ public final class RedisResponseStore: ResponseStore {
         var entry: CacheEntry
         let storedTransform: String?
         do {
-            (entry, storedTransform) = try EntryFileFormat.decodeWithTransform(Data(data))
+            (entry, storedTransform) = try decodeEntry(data, expecting: key)
         } catch {
             throw corrupt(key, redisKey, error.description)
         }
@@ -170,6 +172,24 @@ public final class RedisResponseStore: ResponseStore {
             }
         }
         return entry
+    }
+
+    /// An entry's encoding decoded, expecting the key asked for (a value holding another key is
+    /// `.keyMismatch`), its metadata reused when the same bytes were decoded before; the body
+    /// the one copy made.
+    private func decodeEntry(_ data: [UInt8], expecting key: CacheKey) throws(EntryFileFormat.DecodeError) -> (CacheEntry, String?) {
+        let cached = decodedMetadata.get(key)
+        let expected = (key: key, bytes: EntryName.storageBytes(of: key))
+        let result = data.withUnsafeBytes { raw -> Result<(Int, EntryFileFormat.Metadata?), EntryFileFormat.DecodeError> in
+            do throws(EntryFileFormat.DecodeError) { return .success(try EntryFileFormat.decode(raw, expecting: expected, reusing: cached)) }
+            catch { return .failure(error) }
+        }
+        let (bodyLength, metadata) = try result.get()
+        if let metadata { decodedMetadata.set(key, metadata) }
+        let decoded = metadata ?? cached!
+        var entry = decoded.entry
+        entry.body = Data(data.prefix(bodyLength))
+        return (entry, decoded.transform)
     }
 
     /// Stores an entry with its time to live (see the type's summary), replacing any earlier

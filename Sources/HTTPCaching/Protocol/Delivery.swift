@@ -55,6 +55,8 @@ final class Delivery: Sendable {
         var waiting: [Call] = []
         /// Whether a block to run them is on the work queue.
         var scheduled = false
+        /// Open `together` calls: calls wait, and one block is scheduled when the last closes.
+        var gathering = 0
         var stream: Stream?
         /// Whether the response has reached the client (chunks may follow it directly).
         var responded = false
@@ -241,6 +243,21 @@ final class Delivery: Sendable {
         }
     }
 
+    /// Runs `body`, whose calls wait until it returns and then reach the work queue in one
+    /// block: an answer that arrives whole (head, body and end in one callback) costs the work
+    /// queue one wake-up, not one for its head and another for the rest.
+    func together(_ body: () -> Void) {
+        state.withLock { $0.gathering += 1 }
+        body()
+        let schedule = state.withLock { state -> Bool in
+            state.gathering -= 1
+            guard state.gathering == 0, !state.scheduled, !state.waiting.isEmpty else { return false }
+            state.scheduled = true
+            return true
+        }
+        if schedule { scheduleWaiting() }
+    }
+
     /// Makes a client call on the work queue (at once when already there and nothing waits),
     /// if the path is open and the task running; `closing` closes the path with it.
     private func send(closing: Bool, _ call: @escaping @Sendable (Target) -> Void) {
@@ -249,19 +266,23 @@ final class Delivery: Sendable {
             guard state.target != nil else { return .waits }
             if !state.scheduled, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0 { return .now }
             state.waiting.append((closing, call))
-            if state.scheduled { return .waits }
+            if state.scheduled || state.gathering > 0 { return .waits }
             state.scheduled = true
             return .schedule
         }
         switch route {
         case .now: run(closing: closing, call)
         case .waits: break
-        case .schedule:
-            guard let queue = followed.withLock({ $0.value }) ?? workQueue else {
-                return runWaiting() // no work queue to be had: from this thread, in order
-            }
-            queue.async { self.runWaiting() }
+        case .schedule: scheduleWaiting()
         }
+    }
+
+    /// Puts the block that runs the waiting calls on the work queue (`scheduled` is set).
+    private func scheduleWaiting() {
+        guard let queue = followed.withLock({ $0.value }) ?? workQueue else {
+            return runWaiting() // no work queue to be had: from this thread, in order
+        }
+        queue.async { self.runWaiting() }
     }
 
     /// On the work queue: every waiting call, in order, and those that arrive meanwhile; they

@@ -91,6 +91,11 @@ extension Exchange {
         })
     }
 
+    func forwardTogether(_ reports: () -> Void) {
+        guard let caller else { return reports() }
+        caller.delivery.together(reports)
+    }
+
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64) {
         guard let facts = caller?.facts, let session = facts.session, let delegate = facts.progressDelegate(onWorkQueue: false),
               state.withLock({ $0.forwarded?.id == task }) else { return }

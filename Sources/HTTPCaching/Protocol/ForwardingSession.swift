@@ -13,6 +13,8 @@ protocol ForwardObserver: AnyObject, Sendable {
     func forwardCompleted(_ task: Int, error: (any Error)?)
     /// Upload progress, for requests with a body.
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64)
+    /// Runs `reports`, an answer reported whole, so that what it leads to goes out together.
+    func forwardTogether(_ reports: () -> Void)
 }
 
 /// The session that sends the cache's requests to the network with the caller's own settings,
@@ -90,11 +92,13 @@ final class ForwardingSession: Sendable {
             let identifier = Mutex<Int?>(nil)
             task = session.dataTask(with: request) { [router] data, response, error in
                 guard let id = identifier.withLock({ $0 }), let observer = router.take(id) else { return }
-                if error == nil, let http = response as? HTTPURLResponse {
-                    observer.forwardReceived(http, from: id)
-                    if let data, !data.isEmpty { observer.forwardReceived(data, from: id) }
+                observer.forwardTogether {
+                    if error == nil, let http = response as? HTTPURLResponse {
+                        observer.forwardReceived(http, from: id)
+                        if let data, !data.isEmpty { observer.forwardReceived(data, from: id) }
+                    }
+                    observer.forwardCompleted(id, error: error)
                 }
-                observer.forwardCompleted(id, error: error)
             }
             identifier.withLock { $0 = task.taskIdentifier }
             router.observe(task.taskIdentifier, observer, whole: true)

@@ -19,7 +19,8 @@ final class RelayProtocol: URLProtocol {
         return URLSession(configuration: configuration)
     }()
     private static let control = DispatchQueue(label: "cache-bench.relay")
-    private let inner = Mutex<URLSessionDataTask?>(nil)
+    /// The task sent, and whether the protocol was stopped (before it was made, it never is).
+    private let inner = Mutex<(task: URLSessionDataTask?, stopped: Bool)>((nil, false))
 
     override class func canInit(with request: URLRequest) -> Bool { true }
     override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
@@ -29,19 +30,25 @@ final class RelayProtocol: URLProtocol {
         nonisolated(unsafe) let relay = self
         Self.control.async {
             let task = Self.forwarding.dataTask(with: request) { data, response, error in
-                guard let client = relay.client else { return }
+                guard let client = relay.client, !relay.inner.withLock({ $0.stopped }) else { return }
                 if let error { return client.urlProtocol(relay, didFailWithError: error) }
                 client.urlProtocol(relay, didReceive: response!, cacheStoragePolicy: .notAllowed)
                 if let data, !data.isEmpty { client.urlProtocol(relay, didLoad: data) }
                 client.urlProtocolDidFinishLoading(relay)
             }
-            relay.inner.withLock { $0 = task }
+            guard relay.inner.withLock({ inner -> Bool in
+                inner.task = task
+                return !inner.stopped
+            }) else { return }
             task.resume()
         }
     }
 
     override func stopLoading() {
-        let task = inner.withLock { $0 }
+        let task = inner.withLock { inner in
+            inner.stopped = true
+            return inner.task
+        }
         Self.control.async { task?.cancel() }
     }
 }

@@ -50,6 +50,7 @@ struct FastPathTests {
         "http://example.com/a?b=C", "https://example.com/", "http://example.com:8080/x?y", "https://h/a%20b",
         "HTTP://Example.com/a", "http://example.com:80/a", "https://example.com:443/", "http://example.com",
         "http://user@example.com/a", "http://example.com/a#frag", "http://[::1]:8080/a", "https://example.com:4430/a",
+        "http://example.com:080/a?b", "http://example.com:/a", "https://example.com:0443/", "http://example.com:0800/a",
     ])
     func normalizedURLs(string: String) {
         let url = URL(string: string)!

@@ -28,6 +28,7 @@ struct NoVarySearchKeyTests {
         "http://example.com/", "http://example.com/p?a=1&b=2", "https://example.com:8443/p/q?", "http://a.b/%7Euser/x%20y?q=%C3%A9&r",
         "http://127.0.0.1:8080/p;x=1?a=b?c", "https://example.com/p?a=%3F#", "http://x/a/../b?c=d", "http://x/p?u=1&u=2&=&&",
         "https://example.com:443/p?a", "HTTP://Example.com/p?a", "http://user@x/p?q", "http://[::1]/p?q", "http://x?q",
+        "http://x:080/p?a=1", "http://x:/p?a=1", "https://x:0443/p?q", "http://x:00080/p", "http://x:0800/p?q", "http://x:0/p?q",
     ])
     func indexKeyFastPath(url: String) throws {
         let parsed = NoVarySearch.parsedBase(url)
@@ -36,10 +37,10 @@ struct NoVarySearchKeyTests {
         } else {
             #expect(!CacheKey.isNormalized(url))
         }
-        // The URL a key holds is normalized: the fast path is taken, but for what it leaves
-        // to parsing (an IPv6 host).
+        // The URL a key holds is normalized: the fast path, when it is taken, agrees.
         let key = CacheKey(url: try #require(URL(string: url)))
-        #expect(NoVarySearch.normalizedBase(key.url).map { $0 == NoVarySearch.parsedBase(key.url) } ?? url.contains("["))
+        if let fast = NoVarySearch.normalizedBase(key.url) { #expect(fast == NoVarySearch.parsedBase(key.url)) }
+        #expect(NoVarySearch.normalizedBase("http://example.com/p?a=1") == "http://example.com/p", "the common case takes it")
         #expect(NoVarySearch.indexKey(for: key)?.url == NoVarySearch.parsedBase(key.url))
     }
 

@@ -38,12 +38,15 @@ final class RedisProcessGroup: @unchecked Sendable {
     }
 
     /// Starts `executable` as the process on `port` and waits until `answers` says it is up.
-    /// - Throws: `RedisServer.Failure` naming `what` when it is not within 10 s.
+    /// - Throws: `RedisServer.Failure` naming `what`, with the end of its log, when it is not
+    ///   within 20 s (a sanitizer run on a loaded machine once took over 10).
     func start(_ port: Int, _ executable: String, _ arguments: [String], what: String, answers: () -> Bool) throws {
         let process = try ChildProcess(executable, arguments)
         processes.withLock { $0[port] = process }
-        guard eventually(timeout: 10, answers) else {
-            throw RedisServer.Failure(description: "\(what) \(port) did not answer PING within 10 s")
+        guard eventually(timeout: 20, answers) else {
+            let logs = (try? FileManager.default.contentsOfDirectory(at: try folder(port), includingPropertiesForKeys: nil)) ?? []
+            let log = logs.filter { $0.pathExtension == "log" }.compactMap { try? String(contentsOf: $0, encoding: .utf8) }.joined()
+            throw RedisServer.Failure(description: "\(what) \(port) did not answer PING within 20 s; its log ends:\n\(log.suffix(800))")
         }
     }
 

@@ -173,6 +173,11 @@ public struct CacheKey: Hashable, Sendable, Comparable, CustomStringConvertible 
         guard index != bytes.endIndex, !authority.isEmpty else { return false } // no path
         let defaultPort = schemeLength == 7 ? Array(":80".utf8) : Array(":443".utf8)
         if authority.count > defaultPort.count && Array(authority.suffix(defaultPort.count)) == defaultPort { return false }
+        // An empty port, or one with leading zeros (`:080` is port 80): parsing rewrites both.
+        if let colon = authority.lastIndex(of: UInt8(ascii: ":")) {
+            let port = authority[(colon + 1)...]
+            if port.isEmpty || (port.count > 1 && port.first == UInt8(ascii: "0")) { return false }
+        }
         return !bytes[index...].contains(UInt8(ascii: "#"))
     }
 }

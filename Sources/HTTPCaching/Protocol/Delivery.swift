@@ -264,7 +264,9 @@ final class Delivery: Sendable {
         enum Route { case now, waits, schedule }
         let route = state.withLock { state -> Route in
             guard state.target != nil else { return .waits }
-            if !state.scheduled, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0 { return .now }
+            if !state.scheduled, state.waiting.isEmpty, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0 {
+                return .now
+            }
             state.waiting.append((closing, call))
             if state.scheduled || state.gathering > 0 { return .waits }
             state.scheduled = true

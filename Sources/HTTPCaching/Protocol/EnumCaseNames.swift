@@ -50,11 +50,12 @@ enum EnumCaseNames {
         let metadata = unsafeBitCast(T.self as Any.Type, to: UnsafeRawPointer.self)
         let witnesses = metadata.load(fromByteOffset: -word, as: UnsafeRawPointer.self)
         // After eight functions, `size` and `stride`: `flags` (32 bits), whose bit 21 says
-        // whether the enum witnesses follow `extraInhabitantCount` (32 bits).
+        // whether the enum witnesses follow `extraInhabitantCount` (32 bits), whatever the
+        // pointer width.
         let flags = witnesses.load(fromByteOffset: 10 * word, as: UInt32.self)
         guard flags & (1 << 21) != 0 else { return nil }
         typealias GetEnumTag = @convention(c) (UnsafeRawPointer, UnsafeRawPointer) -> UInt32
-        let getEnumTag = witnesses.load(fromByteOffset: 11 * word, as: GetEnumTag.self)
+        let getEnumTag = witnesses.load(fromByteOffset: 10 * word + 8, as: GetEnumTag.self)
         return withUnsafePointer(to: value) { getEnumTag(UnsafeRawPointer($0), metadata) }
     }
 }

@@ -43,6 +43,12 @@ struct RedisConfigurationTests {
         ("redis://alice:hunter2@host:x", "redis://alice:***@host:x"),
     ])
     func invalidURLs(url: String, message: String) {
+        Self.expectRefused(url, saying: message)
+    }
+
+    /// Expects `url` to be refused with an error containing `message` and never the password
+    /// `hunter2` (the rows of the URL tests for every kind of Redis URL).
+    static func expectRefused(_ url: String, saying message: String) {
         do {
             _ = try RedisConfiguration(url: url)
             Issue.record("parsed \(url)")

@@ -4,6 +4,7 @@ import Glibc
 #endif
 import Testing
 @testable import HTTPCaching
+import HTTPCachingTestKit
 
 /// A `redis-server` of a test's own: 127.0.0.1, an ephemeral port, a temporary directory, no
 /// persistence. Stopped (and its directory removed) by `stop()` or, for a test that failed
@@ -69,6 +70,18 @@ final class RedisServer: @unchecked Sendable {
     func configuration(prefix: String = "test-\(UUID().uuidString):") -> RedisConfiguration {
         RedisConfiguration(host: "127.0.0.1", port: port, keyPrefix: prefix,
                            connectTimeout: 0.5, commandTimeout: 0.5, retryDelay: 0.05, tls: tls)
+    }
+
+    /// The store conformance suite on this server's stores, each on a prefix of its own,
+    /// damaging an entry by writing a foreign value into its hash, with exclusive claims.
+    /// - Throws: what a check throws.
+    func conformanceReport() throws -> StoreConformance.Report {
+        try StoreConformance(makeStore: { try self.makeStore() },
+                             corrupt: { store, key in
+                                 let redis = try #require(store as? RedisResponseStore)
+                                 _ = try self.command("HSET", redis.layout.entryKey(key), "d", "not an entry")
+                             },
+                             claimsAreExclusive: true).run()
     }
 
     /// A new store on this server, on a prefix of its own.

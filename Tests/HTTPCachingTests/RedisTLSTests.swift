@@ -182,12 +182,7 @@ struct RedisTLSTests {
     func conformanceAndConcurrency() throws {
         let server = try Self.server()
         defer { server.stop() }
-        let report = try StoreConformance(makeStore: { try server.makeStore() },
-                                          corrupt: { store, key in
-                                              let redis = try #require(store as? RedisResponseStore)
-                                              _ = try server.command("HSET", redis.layout.entryKey(key), "d", "not an entry")
-                                          },
-                                          claimsAreExclusive: true).run()
+        let report = try server.conformanceReport()
         #expect(report.skippedChecks == ["evicts past its count limit"], "\(report)")
         var byName = server.configuration()
         byName.host = "localhost"

@@ -63,9 +63,7 @@ extension NoVarySearch {
 
     /// A URL without its query, parsed and normalized (`components(of:)`); nil when it does not parse.
     static func parsedBase(_ url: String) -> String? {
-        guard let parsed = URL(string: url), var parts = components(of: parsed) else { return nil }
-        parts.percentEncodedQuery = nil
-        return parts.string
+        URL(string: url).flatMap(components(of:)).flatMap(base(of:))
     }
 
     /// The same for a URL already in normal form (`CacheKey.isNormalized`, as most keys' are),

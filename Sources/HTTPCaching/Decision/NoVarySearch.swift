@@ -165,7 +165,7 @@ extension NoVarySearch {
     }
 
     /// Scheme, host, port and path as one string.
-    private static func base(of parts: URLComponents) -> String? {
+    static func base(of parts: URLComponents) -> String? {
         var base = parts
         base.percentEncodedQuery = nil
         return base.string

@@ -158,11 +158,8 @@ extension DiskResponseStore {
         defer { if owned { free(buffer) } }
         guard read(buffer, size) == size else { throw .short }
         do throws(EntryFileFormat.DecodeError) {
-            let cached = decodedMetadata.get(name)
-            let (bodyLength, metadata) = try EntryFileFormat.decode(UnsafeRawBufferPointer(start: buffer, count: size),
-                                                                    expecting: key, reusing: cached)
-            if let metadata { decodedMetadata.set(name, metadata) }
-            let decoded = metadata ?? cached!
+            let (bodyLength, decoded) = try decodedMetadata.decode(UnsafeRawBufferPointer(start: buffer, count: size),
+                                                                   name: name, expecting: key)
             guard decoded.transform == transform?.name else { return nil } // another transform's entry: a miss
             var entry = decoded.entry
             entry.key = key.key

@@ -45,11 +45,20 @@ final class MetadataCache<Name: Hashable & Sendable>: Sendable {
     private let slots = Mutex<[Name: EntryFileFormat.Metadata]>([:])
     private let capacity = 1024
 
-    func get(_ name: Name) -> EntryFileFormat.Metadata? {
-        slots.withLock { $0[name] }
+    /// Checks and decodes a whole encoding (`EntryFileFormat.decode`) expecting `key`,
+    /// reusing the metadata decoded before under `name` when the bytes carry the same, and
+    /// keeping what it decoded anew.
+    /// - Returns: the body's length (the body is the first bytes), and the metadata.
+    /// - Throws: `DecodeError` for anything but a whole, intact entry of `key`.
+    func decode(_ raw: UnsafeRawBufferPointer, name: Name,
+                expecting key: (key: CacheKey, bytes: [UInt8])) throws(EntryFileFormat.DecodeError) -> (bodyLength: Int, metadata: EntryFileFormat.Metadata) {
+        let cached = slots.withLock { $0[name] }
+        let (bodyLength, metadata) = try EntryFileFormat.decode(raw, expecting: key, reusing: cached)
+        if let metadata { set(name, metadata) }
+        return (bodyLength, metadata ?? cached!)
     }
 
-    func set(_ name: Name, _ metadata: EntryFileFormat.Metadata) {
+    private func set(_ name: Name, _ metadata: EntryFileFormat.Metadata) {
         slots.withLock { slots in
             if slots.count >= capacity, slots[name] == nil { slots.remove(at: slots.startIndex) }
             slots[name] = metadata

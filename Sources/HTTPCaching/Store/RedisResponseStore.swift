@@ -178,15 +178,12 @@ public final class RedisResponseStore: ResponseStore {
     /// `.keyMismatch`), its metadata reused when the same bytes were decoded before; the body
     /// the one copy made.
     private func decodeEntry(_ data: [UInt8], expecting key: CacheKey) throws(EntryFileFormat.DecodeError) -> (CacheEntry, String?) {
-        let cached = decodedMetadata.get(key)
         let expected = (key: key, bytes: EntryName.storageBytes(of: key))
-        let result = data.withUnsafeBytes { raw -> Result<(Int, EntryFileFormat.Metadata?), EntryFileFormat.DecodeError> in
-            do throws(EntryFileFormat.DecodeError) { return .success(try EntryFileFormat.decode(raw, expecting: expected, reusing: cached)) }
+        let result = data.withUnsafeBytes { raw -> Result<(Int, EntryFileFormat.Metadata), EntryFileFormat.DecodeError> in
+            do throws(EntryFileFormat.DecodeError) { return .success(try decodedMetadata.decode(raw, name: key, expecting: expected)) }
             catch { return .failure(error) }
         }
-        let (bodyLength, metadata) = try result.get()
-        if let metadata { decodedMetadata.set(key, metadata) }
-        let decoded = metadata ?? cached!
+        let (bodyLength, decoded) = try result.get()
         var entry = decoded.entry
         entry.body = Data(data.prefix(bodyLength))
         return (entry, decoded.transform)

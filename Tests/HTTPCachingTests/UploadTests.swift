@@ -81,6 +81,30 @@ struct UploadTests {
         }
     }
 
+    @Test("an upload reaches the origin framed as without the cache: the same Expect, length or chunking, and body",
+          arguments: Source.allCases)
+    func framing(source: Source) async throws {
+        let h = try Harness()
+        try await prepare(h)
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let probe = ProbeDelegate(bodyStream: { InputStream(data: Self.payload) })
+            let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+            defer { session.finishTasksAndInvalidate() }
+            try await withDirectory { directory in
+                try task(source, on: session, h: h, directory: directory).resume()
+                let done = try #require(await probe.finished())
+                #expect(done.error == nil)
+            }
+            let request = try #require(h.origin.requests(for: "/up").last)
+            seen[caching] = [request.method, request.header("Expect") ?? "-", request.header("Transfer-Encoding") ?? "-",
+                             request.header("Content-Length") ?? "-", "\(request.body == Self.payload)"]
+        }
+        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
+        #expect(seen[false]?.last == "true", "the whole body arrived")
+        if source == .stream { #expect(seen[false]?[1] == "100-continue", "a streamed upload asks to continue") }
+    }
+
     @Test("a completion-handler upload gets the answer once; progress goes where Foundation sends it", arguments: Source.allCases.filter { $0 != .stream })
     func completionHandlerUpload(source: Source) async throws {
         let h = try Harness()

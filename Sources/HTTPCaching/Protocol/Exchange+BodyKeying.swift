@@ -62,7 +62,7 @@ extension Exchange {
         switch body {
         case .none: bytes = Data()
         case .data(let data): bytes = data
-        case .fromDelegate: return .notKeyed(body, bytes: nil)
+        case .fromDelegate, .delegateStream: return .notKeyed(body, bytes: nil)
         case .file(let url):
             guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int else { return .unreadable }
             if size > limit { return .notKeyed(body, bytes: size) }

@@ -63,7 +63,7 @@ extension Exchange {
         session.delegateQueue.addOperation {
             box.value.1.urlSession(box.value.0, task: box.value.2) { stream in
                 let updated = self.state.withLock { state -> Hop in
-                    state.hop.body = stream.map(HopBody.stream) ?? .none
+                    state.hop.body = stream.map(HopBody.delegateStream) ?? .none
                     return state.hop
                 }
                 self.send(conditional: conditional, hop: updated)

@@ -34,7 +34,10 @@ extension Exchange {
         if !keepsBody { next.httpBody = nil }
         var body = keepsBody ? previous.body : .none
         // A stream is spent: ask the caller's delegate for a new one (`needNewBodyStream`).
-        if case .stream = body { body = .fromDelegate }
+        switch body {
+        case .stream, .delegateStream: body = .fromDelegate
+        default: break
+        }
         startHop(next, body: body)
     }
 }

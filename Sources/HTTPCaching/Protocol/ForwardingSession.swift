@@ -79,6 +79,10 @@ final class ForwardingSession: Sendable {
         case data(Data)
         case file(URL)
         case stream(InputStream)
+        /// The stream a caller's delegate gave for its `uploadTask(withStreamedRequest:)`: sent
+        /// the same way, by a streamed upload task that gets it when it asks (chunked, after
+        /// `Expect: 100-continue`), where a stream given up front goes without the `Expect`.
+        case fromDelegate(InputStream)
     }
 
     /// Creates a task for `request`, reporting to `observer`; not resumed.
@@ -117,6 +121,9 @@ final class ForwardingSession: Sendable {
             var request = request
             request.httpBodyStream = stream
             task = session.dataTask(with: request)
+        case .fromDelegate(let stream):
+            task = session.uploadTask(withStreamedRequest: request)
+            router.give(stream, to: task.taskIdentifier)
         }
         router.observe(task.taskIdentifier, observer)
         return task
@@ -128,10 +135,17 @@ final class ForwardingSession: Sendable {
         private let observers = Mutex<[Int: any ForwardObserver]>([:])
         /// The tasks whose answer is reported whole, by their completion handler.
         private let wholeTasks = Mutex<Set<Int>>([])
+        /// The body streams of `Body.fromDelegate` tasks, until each is asked for.
+        private let streams = Mutex<[Int: UncheckedBox<InputStream>]>([:])
 
         func observe(_ task: Int, _ observer: any ForwardObserver, whole: Bool = false) {
             observers.withLock { $0[task] = observer }
             if whole { wholeTasks.withLock { _ = $0.insert(task) } }
+        }
+
+        /// Keeps the stream `task` gets when it asks for its body.
+        func give(_ stream: InputStream, to task: Int) {
+            streams.withLock { $0[task] = UncheckedBox(stream) }
         }
 
         private func observer(_ task: Int) -> (any ForwardObserver)? {
@@ -141,12 +155,18 @@ final class ForwardingSession: Sendable {
         /// The task's observer, no longer held: the task reports nothing more.
         func take(_ task: Int) -> (any ForwardObserver)? {
             wholeTasks.withLock { _ = $0.remove(task) }
+            streams.withLock { _ = $0.removeValue(forKey: task) }
             return observers.withLock { $0.removeValue(forKey: task) }
         }
 
+        /// The response head, unless it is an interim 1xx (`100 Continue` to an `Expect`, `103
+        /// Early Hints`), which Foundation 6.3.1 reports as if it were the response: the final
+        /// one follows.
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-            if let http = response as? HTTPURLResponse { observer(dataTask.taskIdentifier)?.forwardReceived(http, from: dataTask.taskIdentifier) }
+            if let http = response as? HTTPURLResponse, !(100..<200).contains(http.statusCode) {
+                observer(dataTask.taskIdentifier)?.forwardReceived(http, from: dataTask.taskIdentifier)
+            }
             completionHandler(.allow)
         }
 
@@ -162,6 +182,14 @@ final class ForwardingSession: Sendable {
                         totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
             observer(task.taskIdentifier)?.forwardSentBody(task.taskIdentifier, sent: bytesSent, total: totalBytesSent,
                                                            expected: totalBytesExpectedToSend)
+        }
+
+        /// A `Body.fromDelegate` task's stream, the first time it asks, at once (Foundation
+        /// asks on its own queue and goes on in the answer); none after that, or for any other
+        /// task (asked to rewind a stream, Foundation then goes on without one, as before).
+        func urlSession(_ session: URLSession, task: URLSessionTask,
+                        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
+            completionHandler(streams.withLock { $0.removeValue(forKey: task.taskIdentifier) }?.value)
         }
 
         /// Never follow: the 3xx comes back, and the cache asks the caller's delegate.

@@ -50,6 +50,8 @@ enum HopBody: @unchecked Sendable {
     case stream(InputStream)
     /// Not known yet: the caller's delegate supplies it (`needNewBodyStream`).
     case fromDelegate
+    /// What the caller's delegate supplied: sent as Foundation sends a streamed upload's body.
+    case delegateStream(InputStream)
 
     /// The body a request sends: its own, else an upload task's, read from the task; nil when
     /// an upload task's body cannot be read (it is then not sent at all, rather than empty).
@@ -76,6 +78,7 @@ enum HopBody: @unchecked Sendable {
     var forwarded: ForwardingSession.Body {
         switch self {
         case .none, .fromDelegate: .none
+        case .delegateStream(let stream): .fromDelegate(stream)
         case .data(let data): .data(data)
         case .file(let url): .file(url)
         case .stream(let stream): .stream(stream)

@@ -18,9 +18,6 @@ final class RedisCluster: @unchecked Sendable {
     /// The cluster of the suite running, set by `RedisClusterTrait`.
     @TaskLocal static var current: RedisCluster?
 
-    static let adminPassword = "admin-pw"
-    static let user = "cache"
-    static let userPassword = "cache-pw"
 
     /// `redis-cli` on the PATH, if there is one.
     static let cli = executableOnPath("redis-cli")
@@ -45,7 +42,7 @@ final class RedisCluster: @unchecked Sendable {
         ports = Self.freePorts(count: 6)
         for port in ports { try start(port) }
         let create = try ChildProcess("/bin/sh", ["-c", "exec \"$0\" \"$@\" > \"\(directory.path)/create.log\" 2>&1", cli.path,
-                                                  "-a", Self.adminPassword, "--no-auth-warning", "--cluster", "create"]
+                                                  "-a", RedisProcessGroup.adminPassword, "--no-auth-warning", "--cluster", "create"]
                                       + ports.map { "127.0.0.1:\($0)" } + ["--cluster-replicas", "1", "--cluster-yes"])
         guard create.waitForExit(timeout: 60), create.exitStatus == 0 else {
             let log = (try? String(contentsOf: directory.appendingPathComponent("create.log"), encoding: .utf8)) ?? ""
@@ -64,7 +61,7 @@ final class RedisCluster: @unchecked Sendable {
 
     /// `redis-cluster://cache:cache-pw@127.0.0.1:P1,...` naming every node.
     var url: String {
-        "redis-cluster://\(Self.user):\(Self.userPassword)@" + ports.map { "127.0.0.1:\($0)" }.joined(separator: ",")
+        "redis-cluster://\(RedisProcessGroup.user):\(RedisProcessGroup.userPassword)@" + ports.map { "127.0.0.1:\($0)" }.joined(separator: ",")
     }
 
     /// A store configuration for this cluster, on a prefix of its own, with short timeouts.
@@ -89,7 +86,7 @@ final class RedisCluster: @unchecked Sendable {
     }
 
     func command(_ port: Int, _ command: RedisCommand) throws -> RESPValue {
-        let configuration = RedisConfiguration(host: "127.0.0.1", port: port, password: Self.adminPassword, connectTimeout: 1)
+        let configuration = RedisConfiguration(host: "127.0.0.1", port: port, password: RedisProcessGroup.adminPassword, connectTimeout: 1)
         let connection = try RedisConnection.open(configuration, limits: RESPParser.Limits(), tls: nil)
         defer { connection.close() }
         return try connection.execute([command], timeout: 5)[0]
@@ -129,7 +126,7 @@ final class RedisCluster: @unchecked Sendable {
     /// Starts a node (again, after `kill`): its directory keeps its cluster configuration, so
     /// it rejoins, as a replica of whoever took its place.
     func start(_ port: Int) throws {
-        let arguments = try nodes.serverArguments(port, adminPassword: Self.adminPassword, user: Self.user, userPassword: Self.userPassword)
+        let arguments = try nodes.serverArguments(port)
             + ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000"]
         try nodes.start(port, try #require(RedisServer.executable).path, arguments, what: "cluster node") {
             (try? command(port, "PING")) == .simpleString("PONG")

@@ -29,7 +29,7 @@ extension RedisClusterTests {
         let targetID = try #require(try cluster.command(target, "CLUSTER", "MYID").bytes)
         #expect(try cluster.command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", sourceID).isOK)
         #expect(try cluster.command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", targetID).isOK)
-        let migrated = try cluster.command(source, "MIGRATE", "127.0.0.1", target, "", 0, 5000, "AUTH", RedisCluster.adminPassword,
+        let migrated = try cluster.command(source, "MIGRATE", "127.0.0.1", target, "", 0, 5000, "AUTH", RedisProcessGroup.adminPassword,
                                            "KEYS", redisKey)
         #expect(migrated.isOK, "\(migrated)")
         let redirectionsBefore = router.redirectionCount, refreshesBefore = router.refreshCount

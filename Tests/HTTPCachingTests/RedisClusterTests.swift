@@ -199,7 +199,7 @@ struct RedisClusterTests {
         let nodes = cluster.ports.map { "127.0.0.1:\($0)" }.joined(separator: ",")
         #expect(run.output.contains("store    redis-cluster \(nodes) (keys under cache-demo:)\n"), "\(run.output)")
         #expect(run.output.contains("oldest   \(origin.url("/demo-cluster").absoluteString), stored "), "\(run.output)")
-        #expect(!run.output.contains(RedisCluster.userPassword))
+        #expect(!run.output.contains(RedisProcessGroup.userPassword))
         let cleanup = try RedisResponseStore(url: store, keyPrefix: "cache-demo:")
         try cleanup.removeAll()
     }

@@ -9,6 +9,12 @@ import Synchronization
 /// sentinels), by port, each with a folder of its own in one temporary directory: started and
 /// waited for, killed one at a time as a crash would, and all stopped together.
 final class RedisProcessGroup: @unchecked Sendable {
+    /// The password of the nodes' default user (the admin), which replicas also use.
+    static let adminPassword = "admin-pw"
+    /// The ACL user the stores connect as, and its password.
+    static let user = "cache"
+    static let userPassword = "cache-pw"
+
     let directory: URL
     private let processes = Mutex<[Int: ChildProcess]>([:])
 
@@ -29,7 +35,8 @@ final class RedisProcessGroup: @unchecked Sendable {
     /// no persistence, the admin's password (also for its link to a primary) and the ACL user
     /// the stores use, limited to keys and no dangerous commands.
     /// - Throws: what making its folder throws.
-    func serverArguments(_ port: Int, adminPassword: String, user: String, userPassword: String) throws -> [String] {
+    func serverArguments(_ port: Int) throws -> [String] {
+        let (adminPassword, user, userPassword) = (Self.adminPassword, Self.user, Self.userPassword)
         let folder = try folder(port)
         return ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "no",
                 "--daemonize", "no", "--logfile", folder.appendingPathComponent("redis.log").path,

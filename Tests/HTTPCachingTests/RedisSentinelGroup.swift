@@ -20,9 +20,6 @@ final class RedisSentinelGroup: @unchecked Sendable {
     @TaskLocal static var current: RedisSentinelGroup?
 
     static let masterName = "mymaster"
-    static let adminPassword = "admin-pw"
-    static let user = "cache"
-    static let userPassword = "cache-pw"
     static let sentinelPassword = "sentinel-pw"
 
     /// `redis-sentinel` on the PATH, if there is one.
@@ -75,7 +72,7 @@ final class RedisSentinelGroup: @unchecked Sendable {
 
     /// `redis-sentinel://cache:cache-pw@127.0.0.1:S1,...#mymaster` naming every sentinel.
     var url: String {
-        "redis-sentinel://\(Self.user):\(Self.userPassword)@" + sentinelPorts.map { "127.0.0.1:\($0)" }.joined(separator: ",")
+        "redis-sentinel://\(RedisProcessGroup.user):\(RedisProcessGroup.userPassword)@" + sentinelPorts.map { "127.0.0.1:\($0)" }.joined(separator: ",")
             + "#\(Self.masterName)"
     }
 
@@ -99,7 +96,7 @@ final class RedisSentinelGroup: @unchecked Sendable {
 
     /// Runs one command on a data node as the admin, or on a sentinel with its password.
     func command(_ port: Int, _ name: String, _ arguments: any RedisArgument...) throws -> RESPValue {
-        let password = sentinelPorts.contains(port) ? Self.sentinelPassword : Self.adminPassword
+        let password = sentinelPorts.contains(port) ? Self.sentinelPassword : RedisProcessGroup.adminPassword
         let configuration = RedisConfiguration(host: "127.0.0.1", port: port, password: password, connectTimeout: 1)
         let connection = try RedisConnection.open(configuration, limits: RESPParser.Limits(), tls: nil)
         defer { connection.close() }
@@ -139,7 +136,7 @@ final class RedisSentinelGroup: @unchecked Sendable {
 
     /// Starts a data node (again, after `kill`), as a replica of `replicaOf` when given.
     func startData(_ port: Int, replicaOf primary: Int?) throws {
-        let arguments = try nodes.serverArguments(port, adminPassword: Self.adminPassword, user: Self.user, userPassword: Self.userPassword)
+        let arguments = try nodes.serverArguments(port)
             + (primary.map { ["--replicaof", "127.0.0.1", "\($0)"] } ?? [])
         try nodes.start(port, try #require(RedisServer.executable).path, arguments, what: "data node") {
             (try? command(port, "PING")) == .simpleString("PONG")
@@ -158,7 +155,7 @@ final class RedisSentinelGroup: @unchecked Sendable {
             requirepass \(Self.sentinelPassword)
             sentinel sentinel-pass \(Self.sentinelPassword)
             sentinel monitor \(Self.masterName) 127.0.0.1 \(dataPorts[0]) 2
-            sentinel auth-pass \(Self.masterName) \(Self.adminPassword)
+            sentinel auth-pass \(Self.masterName) \(RedisProcessGroup.adminPassword)
             sentinel down-after-milliseconds \(Self.masterName) 1000
             sentinel failover-timeout \(Self.masterName) 2000
             sentinel parallel-syncs \(Self.masterName) 1

@@ -96,7 +96,7 @@ struct RedisSentinelTests {
         let group = try Self.group()
         let (_, replica) = try group.roles()
         let replicaAddress = RedisNodeAddress(host: "127.0.0.1", port: replica)
-        for (user, password) in [(RedisSentinelGroup.user, RedisSentinelGroup.userPassword), (nil, RedisSentinelGroup.adminPassword)] {
+        for (user, password) in [(RedisProcessGroup.user, RedisProcessGroup.userPassword), (nil, RedisProcessGroup.adminPassword)] {
             var configuration = try group.configuration().forPrimary(replicaAddress)
             (configuration.username, configuration.password) = (user, password)
             let pool = RedisConnectionPool(configuration: configuration, limits: RESPParser.Limits(), tls: nil, verifiesPrimary: true)
@@ -107,7 +107,7 @@ struct RedisSentinelTests {
         let sentinel = group.sentinelPorts[0]
         #expect(try group.command(sentinel, "SENTINEL", "MONITOR", "lying", "127.0.0.1", replica, 2).isOK)
         defer { _ = try? group.command(sentinel, "SENTINEL", "REMOVE", "lying") }
-        _ = try group.command(sentinel, "SENTINEL", "SET", "lying", "auth-pass", RedisSentinelGroup.adminPassword)
+        _ = try group.command(sentinel, "SENTINEL", "SET", "lying", "auth-pass", RedisProcessGroup.adminPassword)
         let prefix = "lying-\(UUID().uuidString):"
         var configuration = try group.configuration(prefix: prefix)
         configuration.sentinelMasterName = "lying"

@@ -34,11 +34,8 @@ final class RedisClusterRouter: Sendable {
         var owners: [RedisConnectionPool?] = []
         var topology: RedisClusterTopology?
         var pools: [RedisNodeAddress: RedisConnectionPool] = [:]
-        var refreshing = false
-        var lastRefresh: UInt64 = 0
-        /// Why the last discovery failed and until when calls fail at once for it, while no
-        /// topology is known.
-        var failure: (error: RedisClientError, until: UInt64)?
+        /// When the topology may be learned again, and why calls fail while none is known.
+        var rediscovery = RedisRediscovery()
         /// How many topologies were installed.
         var refreshCount = 0
         /// How many `MOVED` and `ASK` redirections were followed.
@@ -185,7 +182,7 @@ final class RedisClusterRouter: Sendable {
     private func ensureTopology() throws(RedisClientError) {
         let known = state.withLock { state -> (hasMap: Bool, failure: RedisClientError?) in
             let now = DispatchTime.now().uptimeNanoseconds
-            return (state.topology != nil, state.failure.flatMap { now < $0.until ? $0.error : nil })
+            return (state.topology != nil, state.rediscovery.failing(now: now))
         }
         if known.hasMap { return }
         if let failure = known.failure { throw failure }
@@ -210,7 +207,7 @@ extension RedisClusterRouter {
             install(try ask(candidates))
         } catch {
             let until = DispatchTime.now().uptimeNanoseconds &+ UInt64(configuration.retryDelay * 1e9)
-            state.withLock { $0.failure = ($0.topology == nil ? (error, until) : nil) }
+            state.withLock { $0.rediscovery.failed(error, until: until, knowsNothing: $0.topology == nil) }
             throw error
         }
     }
@@ -222,9 +219,7 @@ extension RedisClusterRouter {
         let interval = UInt64(Self.refreshInterval * 1e9)
         let candidates = state.withLock { state -> [RedisConnectionPool]? in
             let now = DispatchTime.now().uptimeNanoseconds
-            guard let topology = state.topology, !state.refreshing, urgent || now &- state.lastRefresh >= interval else { return nil }
-            state.refreshing = true
-            state.lastRefresh = now
+            guard let topology = state.topology, state.rediscovery.begin(now: now, interval: interval, urgent: urgent) else { return nil }
             var seen = Set<RedisNodeAddress>()
             let addresses = (topology.nodes + configuration.seedNodes).filter { seen.insert($0).inserted }
             let pools = addresses.map { state.pool(for: $0, self) }
@@ -232,7 +227,7 @@ extension RedisClusterRouter {
         }
         guard let candidates else { return }
         let learned = try? ask(candidates)
-        state.withLock { $0.refreshing = false }
+        state.withLock { $0.rediscovery.end() }
         if let learned { install(learned) }
     }
 
@@ -283,7 +278,7 @@ extension RedisClusterRouter {
             state.pools = state.pools.filter { kept.contains($0.key) }
             state.owners = owners
             state.topology = topology
-            state.failure = nil
+            state.rediscovery.learned()
             state.refreshCount += 1
         }
     }

@@ -35,11 +35,8 @@ final class RedisSentinelRouter: Sendable {
         /// The sentinels in the order asked; the last one that answered first.
         var sentinels: [RedisNodeAddress]
         var sentinelPools: [RedisNodeAddress: RedisConnectionPool] = [:]
-        var resolving = false
-        var lastResolve: UInt64 = 0
-        /// Why the last resolution failed and until when calls fail at once for it, while no
-        /// primary is known.
-        var failure: (error: RedisClientError, until: UInt64)?
+        /// When the sentinels may be asked again, and why calls fail while no primary is known.
+        var rediscovery = RedisRediscovery()
         /// How many times a sentinel named the primary.
         var resolveCount = 0
         /// How many times the primary's pool was replaced after the first.
@@ -100,7 +97,7 @@ final class RedisSentinelRouter: Sendable {
     func primary() throws(RedisClientError) -> RedisConnectionPool {
         let known = state.withLock { state -> (pool: RedisConnectionPool?, failure: RedisClientError?) in
             let now = DispatchTime.now().uptimeNanoseconds
-            return (state.primary?.pool, state.failure.flatMap { now < $0.until ? $0.error : nil })
+            return (state.primary?.pool, state.rediscovery.failing(now: now))
         }
         if let pool = known.pool { return pool }
         if let failure = known.failure { throw failure }
@@ -110,7 +107,7 @@ final class RedisSentinelRouter: Sendable {
             return install(answer.primary, answeredBy: answer.sentinel)
         } catch {
             let until = DispatchTime.now().uptimeNanoseconds &+ UInt64(configuration.retryDelay * 1e9)
-            state.withLock { $0.failure = $0.primary == nil ? (error, until) : nil }
+            state.withLock { $0.rediscovery.failed(error, until: until, knowsNothing: $0.primary == nil) }
             throw error
         }
     }
@@ -119,7 +116,7 @@ final class RedisSentinelRouter: Sendable {
     /// `recheckInterval` and no resolution is running.
     private func recheckIfDue() {
         let interval = UInt64(Self.recheckInterval * 1e9)
-        let due = state.withLock { !$0.resolving && DispatchTime.now().uptimeNanoseconds &- $0.lastResolve >= interval }
+        let due = state.withLock { $0.rediscovery.isDue(now: DispatchTime.now().uptimeNanoseconds, interval: interval) }
         if due { DispatchQueue.global().async { self.resolve() } }
     }
 
@@ -130,14 +127,12 @@ final class RedisSentinelRouter: Sendable {
         let interval = UInt64(Self.resolveInterval * 1e9)
         let sentinels = state.withLock { state -> [RedisNodeAddress]? in
             let now = DispatchTime.now().uptimeNanoseconds
-            guard !state.resolving, now &- state.lastResolve >= interval else { return nil }
-            state.resolving = true
-            state.lastResolve = now
+            guard state.rediscovery.begin(now: now, interval: interval) else { return nil }
             return state.sentinels
         }
         guard let sentinels else { return }
         let answer = try? ask(sentinels)
-        state.withLock { $0.resolving = false }
+        state.withLock { $0.rediscovery.end() }
         if let answer { _ = install(answer.primary, answeredBy: answer.sentinel) }
     }
 }
@@ -177,8 +172,7 @@ extension RedisSentinelRouter {
     private func install(_ address: RedisNodeAddress, answeredBy sentinel: RedisNodeAddress) -> RedisConnectionPool {
         state.withLock { state in
             state.resolveCount += 1
-            state.lastResolve = DispatchTime.now().uptimeNanoseconds
-            state.failure = nil
+            state.rediscovery.learned(now: DispatchTime.now().uptimeNanoseconds)
             state.sentinels = [sentinel] + state.sentinels.filter { $0 != sentinel }
             if let current = state.primary, current.address == address { return current.pool }
             if state.primary != nil { state.switchCount += 1 }

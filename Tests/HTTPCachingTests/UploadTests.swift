@@ -59,25 +59,30 @@ struct UploadTests {
     func delegateUpload(source: Source, caching: Bool) async throws {
         let h = try Harness()
         try await prepare(h)
-        let probe = ProbeDelegate(bodyStream: { InputStream(data: Self.payload) })
-        let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
-        defer { session.finishTasksAndInvalidate() }
-        try await withDirectory { directory in
-            try task(source, on: session, h: h, directory: directory).resume()
-            let done = try #require(await probe.finished())
-            #expect(done.error == nil)
-            #expect(String(decoding: done.data, as: UTF8.self) == "PUT \(Self.payload.count) true")
-            #expect(done.bodyStreamRequests == (source == .stream ? 1 : 0), "needNewBodyStream asked once for a streamed upload")
-            let sent = done.sent
-            #expect(!sent.isEmpty, "progress reported")
-            #expect(sent.last?.1 == Int64(Self.payload.count), "progress reaches the whole body")
-            #expect(sent.map(\.0).reduce(0, +) == Int64(Self.payload.count))
-            if source != .stream { #expect(sent.last?.2 == Int64(Self.payload.count), "the expected size is known") }
-        }
+        let done = try await upload(source, caching: caching, h: h)
+        #expect(done.error == nil)
+        #expect(String(decoding: done.data, as: UTF8.self) == "PUT \(Self.payload.count) true")
+        #expect(done.bodyStreamRequests == (source == .stream ? 1 : 0), "needNewBodyStream asked once for a streamed upload")
+        let sent = done.sent
+        #expect(!sent.isEmpty, "progress reported")
+        #expect(sent.last?.1 == Int64(Self.payload.count), "progress reaches the whole body")
+        #expect(sent.map(\.0).reduce(0, +) == Int64(Self.payload.count))
+        if source != .stream { #expect(sent.last?.2 == Int64(Self.payload.count), "the expected size is known") }
         if caching {
             #expect(h.cache.entryCount == 0, "the PUT invalidated the stored GET")
             #expect(h.recorder.count(.invalidated) == 1)
-            #expect(probe.value.response?.cacheStatus == .bypass)
+            #expect(done.response?.cacheStatus == .bypass)
+        }
+    }
+
+    /// A delegate upload of `source`'s body on a caching or a plain session: what its delegate saw.
+    private func upload(_ source: Source, caching: Bool, h: Harness) async throws -> ProbeDelegate.State {
+        let probe = ProbeDelegate(bodyStream: { InputStream(data: Self.payload) })
+        let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+        defer { session.finishTasksAndInvalidate() }
+        return try await withDirectory { directory in
+            try task(source, on: session, h: h, directory: directory).resume()
+            return try #require(await probe.finished())
         }
     }
 
@@ -88,14 +93,7 @@ struct UploadTests {
         try await prepare(h)
         var seen: [Bool: [String]] = [:]
         for caching in [false, true] {
-            let probe = ProbeDelegate(bodyStream: { InputStream(data: Self.payload) })
-            let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
-            defer { session.finishTasksAndInvalidate() }
-            try await withDirectory { directory in
-                try task(source, on: session, h: h, directory: directory).resume()
-                let done = try #require(await probe.finished())
-                #expect(done.error == nil)
-            }
+            #expect(try await upload(source, caching: caching, h: h).error == nil)
             let request = try #require(h.origin.requests(for: "/up").last)
             seen[caching] = [request.method, request.header("Expect") ?? "-", request.header("Transfer-Encoding") ?? "-",
                              request.header("Content-Length") ?? "-", "\(request.body == Self.payload)"]

@@ -108,7 +108,8 @@ enum HTTPRequestParser {
         var body = Data()
         let lengthValue = headers.first { asciiLowercased($0.name) == "content-length" }?.value
         if version == "HTTP/1.1", headers.contains(where: { asciiLowercased($0.name) == "expect" && asciiLowercased($0.value) == "100-continue" }) {
-            sendContinue(reader.fd) // the client waits for it (or a second) before the body
+            // The interim answer the client waits for (or a second) before the body (RFC 9110 section 10.1.1).
+            LoopbackOrigin.writeAll(reader.fd, Data("HTTP/1.1 100 Continue\r\n\r\n".utf8))
         }
         if let coding = headers.first(where: { asciiLowercased($0.name) == "transfer-encoding" })?.value {
             guard asciiLowercased(coding).trimmingCharacters(in: .whitespaces) == "chunked" else {
@@ -134,19 +135,6 @@ enum HTTPRequestParser {
     }
 
     struct HeadError: Error { let reason: String }
-
-    /// The interim `100 Continue` a request with `Expect: 100-continue` asks for before its
-    /// body (RFC 9110 section 10.1.1).
-    private static func sendContinue(_ fd: Int32) {
-        let bytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if sent < 0 && errno == EINTR { continue }
-            guard sent > 0 else { return }
-            offset += sent
-        }
-    }
 
     /// Whether a byte may appear in a token (`tchar`, RFC 9110 section 5.6.2).
     static func isTokenByte(_ byte: UInt8) -> Bool {

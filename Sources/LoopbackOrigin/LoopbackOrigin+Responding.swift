@@ -24,7 +24,7 @@ extension LoopbackOrigin {
             guard wait(at: gate) else { return .close }
         }
         if let raw = response.raw {
-            writeAll(fd, raw)
+            Self.writeAll(fd, raw)
             return .close
         }
         switch response.fault {
@@ -39,7 +39,7 @@ extension LoopbackOrigin {
             return .close
         case .truncate?:
             let whole = Self.serialize(response)
-            writeAll(fd, whole.prefix(whole.count - max(1, response.body.count / 2)))
+            Self.writeAll(fd, whole.prefix(whole.count - max(1, response.body.count / 2)))
             return .close
         case nil:
             break
@@ -48,7 +48,7 @@ extension LoopbackOrigin {
         if let stream = response.stream {
             return respond(response, streaming: stream, hasBody: hasBody, on: fd)
         }
-        guard writeAll(fd, Self.head(response, framing: .length(response.body.count))) else { return .close }
+        guard Self.writeAll(fd, Self.head(response, framing: .length(response.body.count))) else { return .close }
         if let gate = response.bodyGate {
             gate.arrive()
             guard wait(at: gate) else { return .close }
@@ -57,14 +57,14 @@ extension LoopbackOrigin {
         if let pace = response.pace {
             return sendPaced(response.body, pace: pace, on: fd) ? .keepAlive : .close
         }
-        return writeAll(fd, response.body) ? .keepAlive : .close
+        return Self.writeAll(fd, response.body) ? .keepAlive : .close
     }
 
     /// Sends a streamed body as the test writes it, until it finishes, the client leaves or
     /// the origin stops.
     private func respond(_ response: Response, streaming stream: BodyStream, hasBody: Bool, on fd: Int32) -> Next {
         guard stream.attach() else {
-            writeAll(fd, Self.serialize(Response(status: 500, headers: [("Connection", "close")],
+            Self.writeAll(fd, Self.serialize(Response(status: 500, headers: [("Connection", "close")],
                                                  text: "this BodyStream already served a response\n")))
             return .close
         }
@@ -73,7 +73,7 @@ extension LoopbackOrigin {
         case .contentLength(let length): .length(length)
         case .untilClose: .untilClose
         }
-        guard writeAll(fd, Self.head(response, framing: framing)) else { stream.end(.clientClosed); return .close }
+        guard Self.writeAll(fd, Self.head(response, framing: framing)) else { stream.end(.clientClosed); return .close }
         stream.state.update { $0.headersSent = true }
         if let gate = response.bodyGate {
             gate.arrive()
@@ -102,7 +102,7 @@ extension LoopbackOrigin {
             if chunked { bytes.append(Data((String(chunk.count, radix: 16) + "\r\n").utf8)) }
             bytes.append(chunk)
             if chunked { bytes.append(Data("\r\n".utf8)) }
-            guard writeAll(fd, bytes) else { return false }
+            guard Self.writeAll(fd, bytes) else { return false }
             stream.state.update { $0.bytesSent += chunk.count }
         }
         if !hasBody { stream.state.update { $0.bytesSent = $0.bytesWritten } }
@@ -115,7 +115,7 @@ extension LoopbackOrigin {
         var next = Next.keepAlive
         switch stream.framing {
         case .chunked:
-            if hasBody && !writeAll(fd, Data("0\r\n\r\n".utf8)) { stream.end(.clientClosed); return .close }
+            if hasBody && !Self.writeAll(fd, Data("0\r\n\r\n".utf8)) { stream.end(.clientClosed); return .close }
         case .contentLength(let length):
             if hasBody && stream.bytesSent != length { next = .close }
         case .untilClose:
@@ -150,7 +150,7 @@ extension LoopbackOrigin {
             let wait = due.timeIntervalSinceNow
             if wait > 0 && !pause(wait) { return false }
             let end = min(body.count, offset + pace.chunkSize)
-            guard writeAll(fd, body[(body.startIndex + offset)..<(body.startIndex + end)]) else { return false }
+            guard Self.writeAll(fd, body[(body.startIndex + offset)..<(body.startIndex + end)]) else { return false }
             offset = end
         }
         return true
@@ -172,8 +172,9 @@ extension LoopbackOrigin {
         return true
     }
 
+    /// Writes all of `data` to `fd`; false when the peer is gone.
     @discardableResult
-    func writeAll<D: DataProtocol>(_ fd: Int32, _ data: D) -> Bool {
+    static func writeAll<D: DataProtocol>(_ fd: Int32, _ data: D) -> Bool {
         let bytes = Array(data)
         var offset = 0
         while offset < bytes.count {

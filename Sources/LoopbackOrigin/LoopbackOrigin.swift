@@ -326,7 +326,7 @@ public final class LoopbackOrigin: @unchecked Sendable {
             case .closed:
                 return
             case .malformed(let reason):
-                writeAll(fd, Self.serialize(Response(status: 400, headers: [("Connection", "close")], text: reason + "\n")))
+                Self.writeAll(fd, Self.serialize(Response(status: 400, headers: [("Connection", "close")], text: reason + "\n")))
                 return
             case .request(let request):
                 parsed = request

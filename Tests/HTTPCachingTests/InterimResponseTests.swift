@@ -38,6 +38,26 @@ struct InterimResponseTests {
         #expect(h.cache.entryCount == 1)
     }
 
+    @Test("a 101 is the answer, as without the cache: a data delegate gets its status and the bytes after it")
+    func switchingProtocols() async throws {
+        let h = try Harness()
+        h.origin.route("/switch") { _, _ in .raw("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\nhello") }
+        var request = URLRequest(url: h.origin.url("/switch"))
+        request.setValue("Upgrade", forHTTPHeaderField: "Connection")
+        request.setValue("foo", forHTTPHeaderField: "Upgrade")
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let probe = ProbeDelegate()
+            let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+            defer { session.finishTasksAndInvalidate() }
+            session.dataTask(with: request).resume()
+            let done = try #require(await probe.finished(), "the task ends (caching: \(caching))")
+            seen[caching] = ["\(done.response?.statusCode ?? 0)", String(decoding: done.data, as: UTF8.self), "\(done.error == nil)"]
+        }
+        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
+        #expect(seen[false] == ["101", "hello", "true"])
+    }
+
     /// `/hints` through the cache, on a data delegate's session or a completion handler's.
     private func get(_ h: Harness, delegate: Bool) async throws -> (Int?, Data, CacheStatus?) {
         guard delegate else {

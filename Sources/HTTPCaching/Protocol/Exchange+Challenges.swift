@@ -55,7 +55,7 @@ extension Exchange {
         let (request, body) = state.withLock { ($0.hop.request, $0.hop.body) }
         var next = request
         next.setValue("Basic \(token)", forHTTPHeaderField: "Authorization")
-        startHop(next, body: body)
+        startHop(next, body: body.again)
     }
 }
 

@@ -32,12 +32,6 @@ extension Exchange {
         let keepsBody = (next.httpMethod?.uppercased() ?? "GET") == (previous.request.httpMethod?.uppercased() ?? "GET")
             && [307, 308].contains(held.response.statusCode)
         if !keepsBody { next.httpBody = nil }
-        var body = keepsBody ? previous.body : .none
-        // A stream is spent: ask the caller's delegate for a new one (`needNewBodyStream`).
-        switch body {
-        case .stream, .delegateStream: body = .fromDelegate
-        default: break
-        }
-        startHop(next, body: body)
+        startHop(next, body: keepsBody ? previous.body.again : .none)
     }
 }

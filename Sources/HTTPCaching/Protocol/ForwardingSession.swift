@@ -161,10 +161,10 @@ final class ForwardingSession: Sendable {
 
         /// The response head, unless it is an interim 1xx (`100 Continue` to an `Expect`, `103
         /// Early Hints`), which Foundation 6.3.1 reports as if it were the response: the final
-        /// one follows.
+        /// one follows. A `101` is final (libcurl ends the exchange there, its bytes the body).
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-            if let http = response as? HTTPURLResponse, !(100..<200).contains(http.statusCode) {
+            if let http = response as? HTTPURLResponse, http.statusCode == 101 || !(100..<200).contains(http.statusCode) {
                 observer(dataTask.taskIdentifier)?.forwardReceived(http, from: dataTask.taskIdentifier)
             }
             completionHandler(.allow)

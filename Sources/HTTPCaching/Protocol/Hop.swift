@@ -74,6 +74,15 @@ enum HopBody: @unchecked Sendable {
         }
     }
 
+    /// The body the same request sends again (after a 307/308 or a 401): a stream is spent, so
+    /// the caller's delegate is asked for a new one (`needNewBodyStream`), as Foundation asks.
+    var again: HopBody {
+        switch self {
+        case .stream, .delegateStream: .fromDelegate
+        default: self
+        }
+    }
+
     /// What the forwarding session sends (a body still to come from the delegate sends none).
     var forwarded: ForwardingSession.Body {
         switch self {

@@ -6,7 +6,7 @@
 struct RedisRediscovery {
     /// Whether a caller is learning now (the others do not ask too).
     private(set) var running = false
-    /// When the last learning began or succeeded, whichever is later.
+    /// When the last learning began, or was answered when told so (`learned(now:)`).
     private(set) var last: UInt64 = 0
     /// Why the last learning failed and until when calls fail at once for it, while nothing is
     /// known.

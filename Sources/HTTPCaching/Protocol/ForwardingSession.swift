@@ -95,7 +95,7 @@ final class ForwardingSession: Sendable {
         if whole, case .none = body {
             let identifier = Mutex<Int?>(nil)
             task = session.dataTask(with: request) { [router] data, response, error in
-                guard let id = identifier.withLock({ $0 }), let observer = router.take(id) else { return }
+                guard let id = identifier.withLock({ $0 }), let observer = router.take(id)?.observer else { return }
                 observer.forwardTogether {
                     if error == nil, let http = response as? HTTPURLResponse {
                         observer.forwardReceived(http, from: id)
@@ -108,6 +108,7 @@ final class ForwardingSession: Sendable {
             router.observe(task.taskIdentifier, observer, whole: true)
             return task
         }
+        var stream: InputStream? // a streamed upload's, given when the task asks
         switch body {
         case .none:
             task = session.dataTask(with: request)
@@ -121,42 +122,44 @@ final class ForwardingSession: Sendable {
             var request = request
             request.httpBodyStream = stream
             task = session.dataTask(with: request)
-        case .fromDelegate(let stream):
+        case .fromDelegate(let given):
             task = session.uploadTask(withStreamedRequest: request)
-            router.give(stream, to: task.taskIdentifier)
+            stream = given
         }
-        router.observe(task.taskIdentifier, observer)
+        router.observe(task.taskIdentifier, observer, stream: stream)
         return task
     }
 
     /// Routes the session's delegate calls to each task's observer.
     private final class Router: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-        /// Held strongly until the task completes: a background refresh has no other owner.
-        private let observers = Mutex<[Int: any ForwardObserver]>([:])
-        /// The tasks whose answer is reported whole, by their completion handler.
-        private let wholeTasks = Mutex<Set<Int>>([])
-        /// The body streams of `Body.fromDelegate` tasks, until each is asked for.
-        private let streams = Mutex<[Int: UncheckedBox<InputStream>]>([:])
-
-        func observe(_ task: Int, _ observer: any ForwardObserver, whole: Bool = false) {
-            observers.withLock { $0[task] = observer }
-            if whole { wholeTasks.withLock { _ = $0.insert(task) } }
+        /// What is known of a task until it completes.
+        struct Entry {
+            /// Held strongly: a background refresh has no other owner.
+            let observer: any ForwardObserver
+            /// Its answer is reported whole, by its completion handler.
+            let whole: Bool
+            /// A `Body.fromDelegate` task's stream, until the task asks for it.
+            var stream: UncheckedBox<InputStream>?
         }
 
-        /// Keeps the stream `task` gets when it asks for its body.
-        func give(_ stream: InputStream, to task: Int) {
-            streams.withLock { $0[task] = UncheckedBox(stream) }
+        private let entries = Mutex<[Int: Entry]>([:])
+
+        /// Reports `task` to `observer`; a streamed upload gets `stream` when it asks for its body.
+        func observe(_ task: Int, _ observer: any ForwardObserver, whole: Bool = false, stream: InputStream? = nil) {
+            entries.withLock { $0[task] = Entry(observer: observer, whole: whole, stream: stream.map(UncheckedBox.init)) }
         }
 
         private func observer(_ task: Int) -> (any ForwardObserver)? {
-            observers.withLock { $0[task] }
+            entries.withLock { $0[task]?.observer }
         }
 
-        /// The task's observer, no longer held: the task reports nothing more.
-        func take(_ task: Int) -> (any ForwardObserver)? {
-            wholeTasks.withLock { _ = $0.remove(task) }
-            streams.withLock { _ = $0.removeValue(forKey: task) }
-            return observers.withLock { $0.removeValue(forKey: task) }
+        private func isWhole(_ task: Int) -> Bool {
+            entries.withLock { $0[task]?.whole ?? false }
+        }
+
+        /// What was known of the task, no longer held: the task reports nothing more.
+        func take(_ task: Int) -> Entry? {
+            entries.withLock { $0.removeValue(forKey: task) }
         }
 
         /// The response head, unless it is an interim 1xx (`100 Continue` to an `Expect`, `103
@@ -175,7 +178,7 @@ final class ForwardingSession: Sendable {
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            take(task.taskIdentifier)?.forwardCompleted(task.taskIdentifier, error: error)
+            take(task.taskIdentifier)?.observer.forwardCompleted(task.taskIdentifier, error: error)
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,
@@ -189,13 +192,17 @@ final class ForwardingSession: Sendable {
         /// task (asked to rewind a stream, Foundation then goes on without one, as before).
         func urlSession(_ session: URLSession, task: URLSessionTask,
                         needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
-            completionHandler(streams.withLock { $0.removeValue(forKey: task.taskIdentifier) }?.value)
+            let stream = entries.withLock { entries -> InputStream? in
+                defer { entries[task.taskIdentifier]?.stream = nil }
+                return entries[task.taskIdentifier]?.stream?.value
+            }
+            completionHandler(stream)
         }
 
         /// Never follow: the 3xx comes back, and the cache asks the caller's delegate.
         func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-            if wholeTasks.withLock({ $0.contains(task.taskIdentifier) }) { endWhole(task, response: response, redirect: true) }
+            if isWhole(task.taskIdentifier) { endWhole(task, response: response, redirect: true) }
             completionHandler(nil)
         }
 
@@ -217,9 +224,9 @@ final class ForwardingSession: Sendable {
         /// its response and the body Foundation loaded go first (a completion handler would get
         /// neither: Foundation loses a refused redirect's body, and a cancelled challenge's 401).
         private func endWhole(_ task: URLSessionTask, response: HTTPURLResponse?, redirect: Bool) {
-            let whole = wholeTasks.withLock { $0.contains(task.taskIdentifier) }
-            guard let observer = take(task.taskIdentifier) else { return }
-            if whole, let response {
+            guard let entry = take(task.taskIdentifier) else { return }
+            let observer = entry.observer
+            if entry.whole, let response {
                 observer.forwardReceived(response, from: task.taskIdentifier)
                 if let body = TaskIntrospection.loadedBody(of: task, redirect: redirect), !body.isEmpty {
                     observer.forwardReceived(body, from: task.taskIdentifier)

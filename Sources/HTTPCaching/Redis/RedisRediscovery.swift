@@ -5,9 +5,9 @@
 /// time read there (`DispatchTime.now().uptimeNanoseconds`).
 struct RedisRediscovery {
     /// Whether a caller is learning now (the others do not ask too).
-    private(set) var running = false
+    private var running = false
     /// When the last learning began, or was answered when told so (`learned(now:)`).
-    private(set) var last: UInt64 = 0
+    private var last: UInt64 = 0
     /// Why the last learning failed and until when calls fail at once for it, while nothing is
     /// known.
     private var failure: (error: RedisClientError, until: UInt64)?
@@ -15,7 +15,7 @@ struct RedisRediscovery {
     /// Starts learning again, unless a caller is already, or (unless `urgent`) the last began
     /// or succeeded less than `interval` nanoseconds ago. End it with `end()`.
     mutating func begin(now: UInt64, interval: UInt64, urgent: Bool = false) -> Bool {
-        guard !running, urgent || isDue(now: now, interval: interval) else { return false }
+        guard urgent ? !running : isDue(now: now, interval: interval) else { return false }
         running = true
         last = now
         return true

@@ -158,7 +158,7 @@ extension LoopbackOrigin {
 
     /// Waits `seconds` inside the origin (for delays and pacing).
     /// - Returns: false if the origin stopped meanwhile.
-    private func pause(_ seconds: TimeInterval) -> Bool {
+    func pause(_ seconds: TimeInterval) -> Bool {
         pollReady([(stopPipe.readEnd, Int32(POLLIN))], timeout: seconds)[0] == 0
     }
 

@@ -257,13 +257,14 @@ public final class LoopbackOrigin: @unchecked Sendable {
         lock.lock()
         let first = !stopped
         stopped = true
-        let open = connections
+        // Under the lock: a connection's thread removes its descriptor under it before closing
+        // it, so every number shut down here is still this origin's, never one reused since
+        // by another origin's connection (that shut another test's exchange down mid-request).
+        if first { for fd in connections { shutdown(fd, Int32(SHUT_RDWR)) } }
         lock.unlock()
         if first {
             stopPipe.signal() // never drained: every later poll sees it
-            shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
-            for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+            shutdown(listener, Int32(SHUT_RDWR)) // accept fails; the accept thread closes it
         }
         let me = ObjectIdentifier(Thread.current)
         let deadline = Date(timeIntervalSinceNow: 5)
@@ -297,14 +298,18 @@ public final class LoopbackOrigin: @unchecked Sendable {
     private func acceptLoop() {
         while true {
             let fd = accept(listener, nil, nil)
-            if fd < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            let code = errno
             lock.lock()
-            if stopped { lock.unlock(); close(fd); return }
-            connections.insert(fd)
+            let ended = stopped
+            if !ended && fd >= 0 { connections.insert(fd) }
             lock.unlock()
+            // The listener is closed here, not in stop(): never an accept on a number reused since.
+            if ended { if fd >= 0 { close(fd) }; close(listener); return }
+            if fd < 0 {
+                // Out of descriptors or a connection gone before it was taken: try again soon.
+                if code != EINTR && code != ECONNABORTED && !pause(0.01) { close(listener); return }
+                continue
+            }
             var yes: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
             startThread(named: "LoopbackOrigin.connection") { [self] in serve(fd) }

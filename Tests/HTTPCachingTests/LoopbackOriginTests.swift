@@ -5,13 +5,15 @@ import FoundationNetworking
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 import Testing
 import LoopbackOrigin
 
 @Suite("Loopback origin")
 struct LoopbackOriginTests {
-    /// Sends raw bytes on a new connection and returns everything the server answers.
-    func raw(_ bytes: String, port: Int) -> String {
+    /// Sends raw bytes on a new connection and returns everything the server answers (until
+    /// it closes, or until the answer ends with `until`).
+    func raw(_ bytes: String, port: Int, until end: String? = nil) -> String {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -25,10 +27,10 @@ struct LoopbackOriginTests {
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         _ = Array(bytes.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        shutdown(fd, Int32(SHUT_WR))
+        if end == nil { shutdown(fd, Int32(SHUT_WR)) }
         var answer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
+        while !(end.map { String(decoding: answer, as: UTF8.self).hasSuffix($0) } ?? false) {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n <= 0 { break }
             answer += chunk[0..<n]
@@ -100,5 +102,28 @@ struct LoopbackOriginTests {
         #expect(answer.contains("POST:hello"))
         #expect(answer.contains("GET:"))
         #expect(origin.requestCount("/echo") == 2)
+    }
+
+    @Test("origins stopping while others serve never cut another origin's exchange (descriptor numbers are reused at once)")
+    func stopsNeverTouchOthers() {
+        let failures = Mutex([String]())
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for round in 0..<150 {
+                do {
+                    let origin = try LoopbackOrigin()
+                    origin.route("/x", response: .init(text: "ok"))
+                    // Keep-alive: the origin's thread sees the close below while stop() runs.
+                    let answer = raw("GET /x HTTP/1.1\r\nHost: a\r\n\r\n", port: origin.port, until: "\r\n\r\nok")
+                    origin.stop()
+                    if !answer.hasSuffix("\r\n\r\nok") {
+                        failures.withLock { $0.append("worker \(worker) round \(round): \(answer.debugDescription)") }
+                    }
+                } catch {
+                    failures.withLock { $0.append("worker \(worker) round \(round): \(error)") }
+                }
+            }
+        }
+        let found = failures.withLock { $0 }
+        #expect(found.isEmpty, "\(found.count) exchanges cut: \(found.prefix(3))")
     }
 }

@@ -257,15 +257,16 @@ public final class LoopbackOrigin: @unchecked Sendable {
         lock.lock()
         let first = !stopped
         stopped = true
-        // Under the lock: a connection's thread removes its descriptor under it before closing
-        // it, so every number shut down here is still this origin's, never one reused since
-        // by another origin's connection (that shut another test's exchange down mid-request).
-        if first { for fd in connections { shutdown(fd, Int32(SHUT_RDWR)) } }
-        lock.unlock()
         if first {
+            // First, so a waiting response ends as stopped, not as closed by the client.
             stopPipe.signal() // never drained: every later poll sees it
+            // Under the lock: a connection's thread removes its descriptor under it before
+            // closing it, so every number shut down here is still this origin's, never one
+            // reused since by another origin's connection.
+            for fd in connections { shutdown(fd, Int32(SHUT_RDWR)) }
             shutdown(listener, Int32(SHUT_RDWR)) // accept fails; the accept thread closes it
         }
+        lock.unlock()
         let me = ObjectIdentifier(Thread.current)
         let deadline = Date(timeIntervalSinceNow: 5)
         lock.lock()

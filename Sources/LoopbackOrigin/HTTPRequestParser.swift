@@ -97,7 +97,8 @@ enum HTTPRequestParser {
     static let headLimit = 64 * 1024
     static let bodyLimit = 16 * 1024 * 1024
 
-    static func read(from reader: inout SocketReader) -> ParseOutcome {
+    /// - Parameter continues: whether an `Expect: 100-continue` gets its `100 Continue`.
+    static func read(from reader: inout SocketReader, continues: Bool = true) -> ParseOutcome {
         guard let (headBytes, tooLarge) = reader.readHead(limit: headLimit) else { return .closed }
         if tooLarge { return .malformed("request head too large") }
         let parsed = parseHead(headBytes)
@@ -107,7 +108,7 @@ enum HTTPRequestParser {
         }
         var body = Data()
         let lengthValue = headers.first { asciiLowercased($0.name) == "content-length" }?.value
-        if version == "HTTP/1.1", headers.contains(where: { asciiLowercased($0.name) == "expect" && asciiLowercased($0.value) == "100-continue" }) {
+        if continues, version == "HTTP/1.1", headers.contains(where: { asciiLowercased($0.name) == "expect" && asciiLowercased($0.value) == "100-continue" }) {
             // The interim answer the client waits for (or a second) before the body (RFC 9110 section 10.1.1).
             LoopbackOrigin.writeAll(reader.fd, Data("HTTP/1.1 100 Continue\r\n\r\n".utf8))
         }

@@ -114,6 +114,7 @@ public final class LoopbackOrigin: @unchecked Sendable {
     private var total = 0
     private var connections: Set<Int32> = []
     private var stopped = false
+    private var continues = true
     /// The origin's own threads (accept and connections) still running.
     private var threads: Set<ObjectIdentifier> = []
     /// Readable once `stop()` has run: every wait in a connection thread polls it.
@@ -242,6 +243,14 @@ public final class LoopbackOrigin: @unchecked Sendable {
         }
     }
 
+    /// Whether a request with `Expect: 100-continue` gets a `100 Continue` before its body is
+    /// read; true by default. False is a server that ignores `Expect`: the client sends the
+    /// body after waiting (libcurl waits a second).
+    public var answersExpectContinue: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return continues }
+        set { lock.lock(); continues = newValue; lock.unlock() }
+    }
+
     /// How many of the origin's threads (the accept thread and one per connection) are running.
     /// Zero once `stop()` has returned.
     public var runningThreads: Int {
@@ -328,7 +337,10 @@ public final class LoopbackOrigin: @unchecked Sendable {
         }
         while true {
             let parsed: ParsedRequest
-            switch HTTPRequestParser.read(from: &reader) {
+            lock.lock()
+            let continues = self.continues
+            lock.unlock()
+            switch HTTPRequestParser.read(from: &reader, continues: continues) {
             case .closed:
                 return
             case .malformed(let reason):

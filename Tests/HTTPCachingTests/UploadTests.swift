@@ -132,6 +132,42 @@ struct UploadTests {
         #expect(seen[false] == ["asked 2", "false \(Self.payload.count)", "true \(Self.payload.count)"])
     }
 
+    @Test("a stream body sent again on a new connection (the reused one died once the body had gone) is asked of the delegate again, as without the cache",
+          arguments: [true, false])
+    func streamedUploadRewound(uploadTask: Bool) async throws {
+        let h = try Harness()
+        h.origin.answersExpectContinue = false // the body goes before any answer: a retry must rewind it
+        h.origin.route("/prime") { _, _ in .init(text: "primed") }
+        h.origin.route("/flaky") { request, hit in
+            hit % 2 == 1 ? .init(fault: .reset) : .init(text: "\(request.method) \(request.body.count) \(request.body == Self.payload)")
+        }
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let probe = ProbeDelegate(bodyStream: { InputStream(data: Self.payload) })
+            let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+            defer { session.finishTasksAndInvalidate() }
+            let primed = Watched(false) // a connection in the pool for the upload to reuse
+            session.dataTask(with: h.origin.url("/prime")) { _, _, _ in primed.update { $0 = true } }.resume()
+            #expect(await primed.wait { $0 })
+            probe.state.update { $0 = ProbeDelegate.State() }
+            var request = URLRequest(url: h.origin.url("/flaky"))
+            request.httpMethod = "PUT"
+            let before = h.origin.requestCount("/flaky")
+            if uploadTask {
+                session.uploadTask(withStreamedRequest: request).resume()
+            } else {
+                request.httpBodyStream = InputStream(data: Self.payload)
+                session.dataTask(with: request).resume()
+            }
+            let done = try #require(await probe.finished())
+            let received = h.origin.requests(for: "/flaky").dropFirst(before).map { "\($0.body.count)" }
+            seen[caching] = ["asked \(done.bodyStreamRequests)", String(decoding: done.data, as: UTF8.self)] + received
+        }
+        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
+        let size = Self.payload.count
+        #expect(seen[false] == ["asked \(uploadTask ? 2 : 1)", "PUT \(size) true", "\(size)", "\(size)"], "each attempt carried the whole body")
+    }
+
     @Test("a completion-handler upload gets the answer once; progress goes where Foundation sends it", arguments: Source.allCases.filter { $0 != .stream })
     func completionHandlerUpload(source: Source) async throws {
         let h = try Harness()

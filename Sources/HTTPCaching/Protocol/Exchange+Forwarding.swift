@@ -73,6 +73,16 @@ extension Exchange {
 
     // MARK: - What the forwarded request reports (ForwardObserver)
 
+    /// Asks the caller's delegate for the body stream again, where Foundation asks it: on the
+    /// thread that asks (Foundation waits there, up to 7 s, for the answer). None for a
+    /// request no longer forwarded, or without a delegate to ask (the spent stream goes on, as
+    /// without the cache).
+    func forwardNeedsNewBodyStream(_ task: Int, answer: @escaping @Sendable (InputStream?) -> Void) {
+        let current = state.withLock { $0.forwarded?.id == task }
+        guard current, let (session, delegate, callerTask) = caller?.askable() else { return answer(nil) }
+        delegate.urlSession(session, task: callerTask, needNewBodyStream: answer)
+    }
+
     func forwardReceived(_ response: HTTPURLResponse, from task: Int) {
         let now = cache.now()
         run(input(from: task) { $0.head(ResponseHead(response), now: now) })

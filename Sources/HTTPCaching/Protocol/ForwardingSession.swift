@@ -15,6 +15,9 @@ protocol ForwardObserver: AnyObject, Sendable {
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64)
     /// Runs `reports`, an answer reported whole, so that what it leads to goes out together.
     func forwardTogether(_ reports: () -> Void)
+    /// A stream body is to be sent again (libcurl retries on a new connection when a reused
+    /// one died): `answer` the new stream, nil to go on with the spent one.
+    func forwardNeedsNewBodyStream(_ task: Int, answer: @escaping @Sendable (InputStream?) -> Void)
 }
 
 /// The session that sends the cache's requests to the network with the caller's own settings,
@@ -109,6 +112,7 @@ final class ForwardingSession: Sendable {
             return task
         }
         var stream: InputStream? // a streamed upload's, given when the task asks
+        var rewinds = false // a stream body: sent again, a new one is asked for
         switch body {
         case .none:
             task = session.dataTask(with: request)
@@ -122,11 +126,13 @@ final class ForwardingSession: Sendable {
             var request = request
             request.httpBodyStream = stream
             task = session.dataTask(with: request)
+            rewinds = true
         case .fromDelegate(let given):
             task = session.uploadTask(withStreamedRequest: request)
             stream = given
+            rewinds = true
         }
-        router.observe(task.taskIdentifier, observer, stream: stream)
+        router.observe(task.taskIdentifier, observer, stream: stream, rewinds: rewinds)
         return task
     }
 
@@ -140,13 +146,15 @@ final class ForwardingSession: Sendable {
             let whole: Bool
             /// A `Body.fromDelegate` task's stream, until the task asks for it.
             var stream: UncheckedBox<InputStream>?
+            /// Its body is a stream: asked again, the observer answers (a spent one sends nothing).
+            var rewinds = false
         }
 
         private let entries = Mutex<[Int: Entry]>([:])
 
         /// Reports `task` to `observer`; a streamed upload gets `stream` when it asks for its body.
-        func observe(_ task: Int, _ observer: any ForwardObserver, whole: Bool = false, stream: InputStream? = nil) {
-            entries.withLock { $0[task] = Entry(observer: observer, whole: whole, stream: stream.map(UncheckedBox.init)) }
+        func observe(_ task: Int, _ observer: any ForwardObserver, whole: Bool = false, stream: InputStream? = nil, rewinds: Bool = false) {
+            entries.withLock { $0[task] = Entry(observer: observer, whole: whole, stream: stream.map(UncheckedBox.init), rewinds: rewinds) }
         }
 
         private func observer(_ task: Int) -> (any ForwardObserver)? {
@@ -188,15 +196,20 @@ final class ForwardingSession: Sendable {
         }
 
         /// A `Body.fromDelegate` task's stream, the first time it asks, at once (Foundation
-        /// asks on its own queue and goes on in the answer); none after that, or for any other
-        /// task (asked to rewind a stream, Foundation then goes on without one, as before).
+        /// asks on its own queue and goes on in the answer). Asked again (to rewind: libcurl
+        /// sends the body again on a new connection), a task whose body is a stream gets what
+        /// its observer answers, where Foundation asks the caller's delegate; any other, none.
         func urlSession(_ session: URLSession, task: URLSessionTask,
                         needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
-            let stream = entries.withLock { entries -> InputStream? in
-                defer { entries[task.taskIdentifier]?.stream = nil }
-                return entries[task.taskIdentifier]?.stream?.value
+            let id = task.taskIdentifier
+            let (stream, asking) = entries.withLock { entries -> (InputStream?, (any ForwardObserver)?) in
+                guard let entry = entries[id] else { return (nil, nil) }
+                guard let stream = entry.stream else { return (nil, entry.rewinds ? entry.observer : nil) }
+                entries[id]?.stream = nil
+                return (stream.value, nil)
             }
-            completionHandler(stream)
+            guard let asking else { return completionHandler(stream) }
+            asking.forwardNeedsNewBodyStream(id, answer: completionHandler)
         }
 
         /// Never follow: the 3xx comes back, and the cache asks the caller's delegate.

@@ -46,6 +46,18 @@ struct LinuxFoundationFactsTests {
         #expect(seen["X-From-Session"] == nil)
     }
 
+    @Test("whether a request's timeout was set is a stored flag of URLRequest that a copy through NSURLRequest loses (so the forwarding request sets it again, RequestTimeout)")
+    func timeoutFlagLostInBridging() {
+        #expect(RequestTimeout.isReadable, "URLRequest.isTimeoutIntervalSet is gone: see how Foundation now picks the request's timeout")
+        var request = URLRequest(url: URL(string: "http://facts.test/timeout")!, timeoutInterval: 5)
+        #expect(!RequestTimeout.isSet(request), "given to init, the timeout is not set: the session's applies")
+        request.timeoutInterval = 5
+        #expect(RequestTimeout.isSet(request))
+        let copied = (request as NSURLRequest).mutableCopy() as! NSMutableURLRequest
+        #expect(!RequestTimeout.isSet(copied as URLRequest), "the copy keeps 5 s but not that it was set")
+        #expect(RequestTimeout.isSet(Hop.forwardingRequest(from: request, conditional: [:])))
+    }
+
     @Test("the task is set before startLoading runs (so the cache can hand download tasks to Foundation's HTTP class there)")
     func taskIsSet() async throws {
         let configuration = URLSessionConfiguration.ephemeral

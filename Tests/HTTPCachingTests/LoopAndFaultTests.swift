@@ -135,6 +135,26 @@ struct FaultTests {
         #expect(h.cache.store.entryCount == 0)
     }
 
+    @Test("a request's own timeoutInterval holds through the cache, as without it (the session's is longer)")
+    func requestTimeout() async throws {
+        let h = try Harness()
+        h.origin.route("/hang", response: .init(fault: .hang))
+        var request = URLRequest(url: h.origin.url("/hang"))
+        request.timeoutInterval = 1
+        for caching in [false, true] {
+            let session = caching ? h.plainCachingSession() : URLSession(configuration: .ephemeral)
+            defer { session.invalidateAndCancel() }
+            let outcome = Watched<String?>(nil)
+            let start = Date()
+            session.dataTask(with: request) { _, _, error in
+                outcome.update { $0 = error.map { "\(($0 as NSError).code)" } ?? "answered" }
+            }.resume()
+            #expect(await outcome.wait(timeout: 10) { $0 != nil }, "caching \(caching): no answer in 10 s (the session's 60 s applied)")
+            #expect(outcome.value == "\(NSURLErrorTimedOut)", "caching \(caching)")
+            #expect(Date().timeIntervalSince(start) < 10)
+        }
+    }
+
     @Test("a failing refresh keeps the usable entry and never answers the caller twice",
           arguments: [LoopbackOrigin.Fault.reset, .truncate])
     func failingRefresh(fault: LoopbackOrigin.Fault) async throws {

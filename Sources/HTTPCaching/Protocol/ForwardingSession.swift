@@ -146,7 +146,7 @@ final class ForwardingSession: Sendable {
             let whole: Bool
             /// A `Body.fromDelegate` task's stream, until the task asks for it.
             var stream: UncheckedBox<InputStream>?
-            /// Its body is a stream: asked again, the observer answers (a spent one sends nothing).
+            /// Its body is a stream: asked again, the new stream the observer answers is used.
             var rewinds = false
         }
 
@@ -197,19 +197,21 @@ final class ForwardingSession: Sendable {
 
         /// A `Body.fromDelegate` task's stream, the first time it asks, at once (Foundation
         /// asks on its own queue and goes on in the answer). Asked again (to rewind: libcurl
-        /// sends the body again on a new connection), a task whose body is a stream gets what
-        /// its observer answers, where Foundation asks the caller's delegate; any other, none.
+        /// sends the body again on a new connection), the observer asks the caller's delegate,
+        /// as Foundation would; its stream is used for a stream body only (given for a data or
+        /// file body, Foundation 6.3.1 traps: without the cache such a retry goes on without one).
         func urlSession(_ session: URLSession, task: URLSessionTask,
                         needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
             let id = task.taskIdentifier
-            let (stream, asking) = entries.withLock { entries -> (InputStream?, (any ForwardObserver)?) in
+            let (stream, asking) = entries.withLock { entries -> (InputStream?, Entry?) in
                 guard let entry = entries[id] else { return (nil, nil) }
-                guard let stream = entry.stream else { return (nil, entry.rewinds ? entry.observer : nil) }
+                guard let stream = entry.stream else { return (nil, entry) }
                 entries[id]?.stream = nil
                 return (stream.value, nil)
             }
             guard let asking else { return completionHandler(stream) }
-            asking.forwardNeedsNewBodyStream(id, answer: completionHandler)
+            let usesStream = asking.rewinds
+            asking.observer.forwardNeedsNewBodyStream(id) { completionHandler(usesStream ? $0 : nil) }
         }
 
         /// Never follow: the 3xx comes back, and the cache asks the caller's delegate.

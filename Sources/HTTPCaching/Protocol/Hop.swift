@@ -38,7 +38,10 @@ struct Hop: Sendable {
         mutable.httpBody = nil
         mutable.httpBodyStream = nil
         URLProtocol.setProperty(true, forKey: CachingURLProtocol.handledKey, in: mutable)
-        return mutable as URLRequest
+        var forwarded = mutable as URLRequest
+        // The copy loses whether the caller set its own timeout: set, it applies, as without the cache.
+        if RequestTimeout.isSet(request) { forwarded.timeoutInterval = request.timeoutInterval }
+        return forwarded
     }
 }
 

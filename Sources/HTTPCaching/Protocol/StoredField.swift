@@ -1,5 +1,9 @@
 @_spi(Reflection) import Swift
+import Foundation
 import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Reads a stored property of an object by name, at the offset the Swift runtime's metadata
 /// gives for it (`_forEachField`), found once per class and name; `Mirror` does the same read
@@ -54,5 +58,30 @@ enum StoredField {
             current = _getSuperclass(type)
         }
         return nil
+    }
+}
+
+/// Whether a request's `timeoutInterval` was set: Foundation 6.3.1 then uses it instead of the
+/// session's `timeoutIntervalForRequest`. It keeps that in a stored property of `URLRequest`
+/// (`isTimeoutIntervalSet`) that a copy through `NSURLRequest` loses and `Mirror` hides.
+enum RequestTimeout {
+    /// Where the flag sits in a `URLRequest`; nil if Foundation no longer has it.
+    private static let offset: Int? = {
+        var found: Int?
+        _ = _forEachField(of: URLRequest.self, options: _EachFieldOptions(rawValue: 0)) { name, offset, type, _ in
+            guard String(cString: name) == "isTimeoutIntervalSet", type == Bool.self else { return true }
+            found = offset
+            return false
+        }
+        return found
+    }()
+
+    /// Whether the flag is read where Foundation keeps it (a fact test checks it stays so).
+    static var isReadable: Bool { offset != nil }
+
+    /// Whether `request`'s own timeout applies; false when that cannot be read.
+    static func isSet(_ request: URLRequest) -> Bool {
+        guard let offset else { return false }
+        return withUnsafeBytes(of: request) { $0.load(fromByteOffset: offset, as: Bool.self) }
     }
 }

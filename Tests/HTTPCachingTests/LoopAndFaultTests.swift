@@ -135,11 +135,13 @@ struct FaultTests {
         #expect(h.cache.store.entryCount == 0)
     }
 
-    @Test("a request's own timeoutInterval holds through the cache, as without it (the session's is longer)")
-    func requestTimeout() async throws {
+    @Test("a request's own timeoutInterval holds through the cache, as without it (the session's is longer), after a redirect too",
+          arguments: ["/hang", "/to-hang"])
+    func requestTimeout(path: String) async throws {
         let h = try Harness()
         h.origin.route("/hang", response: .init(fault: .hang))
-        var request = URLRequest(url: h.origin.url("/hang"))
+        h.origin.routeRedirect("/to-hang", to: "/hang")
+        var request = URLRequest(url: h.origin.url(path))
         request.timeoutInterval = 1
         for caching in [false, true] {
             let session = caching ? h.plainCachingSession() : URLSession(configuration: .ephemeral)

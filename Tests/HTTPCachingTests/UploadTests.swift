@@ -32,9 +32,9 @@ struct UploadTests {
     }
 
     /// A new upload task on `session` with its body given as `source` says.
-    private func task(_ source: Source, on session: URLSession, h: Harness, directory: URL) throws -> URLSessionUploadTask {
+    private func task(_ source: Source, method: String = "PUT", on session: URLSession, h: Harness, directory: URL) throws -> URLSessionUploadTask {
         var request = URLRequest(url: h.origin.url("/up"))
-        request.httpMethod = "PUT"
+        request.httpMethod = method
         switch source {
         case .data:
             request.timeoutInterval = 4 // its retry waits for this (Foundation sends no body again)
@@ -78,31 +78,56 @@ struct UploadTests {
     }
 
     /// A delegate upload of `source`'s body on a caching or a plain session: what its delegate saw.
-    private func upload(_ source: Source, caching: Bool, h: Harness) async throws -> ProbeDelegate.State {
+    private func upload(_ source: Source, method: String = "PUT", caching: Bool, h: Harness) async throws -> ProbeDelegate.State {
         let probe = ProbeDelegate(bodyStream: { InputStream(data: Self.payload) })
         let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
         defer { session.finishTasksAndInvalidate() }
         return try await withDirectory { directory in
-            try task(source, on: session, h: h, directory: directory).resume()
+            try task(source, method: method, on: session, h: h, directory: directory).resume()
             return try #require(await probe.finished())
         }
     }
 
-    @Test("an upload reaches the origin framed as without the cache: the same Expect, length or chunking, and body",
-          arguments: Source.allCases)
-    func framing(source: Source) async throws {
+    @Test("an upload reaches the origin framed as without the cache: the same Expect, length or chunking, Content-Type and body",
+          arguments: Source.allCases, ["PUT", "POST"])
+    func framing(source: Source, method: String) async throws {
         let h = try Harness()
         try await prepare(h)
         var seen: [Bool: [String]] = [:]
         for caching in [false, true] {
-            #expect(try await upload(source, caching: caching, h: h).error == nil)
+            #expect(try await upload(source, method: method, caching: caching, h: h).error == nil)
             let request = try #require(h.origin.requests(for: "/up").last)
             seen[caching] = [request.method, request.header("Expect") ?? "-", request.header("Transfer-Encoding") ?? "-",
-                             request.header("Content-Length") ?? "-", "\(request.body == Self.payload)"]
+                             request.header("Content-Length") ?? "-", request.header("Content-Type") ?? "-",
+                             "\(request.body == Self.payload)"]
         }
         #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
         #expect(seen[false]?.last == "true", "the whole body arrived")
         if source == .stream { #expect(seen[false]?[1] == "100-continue", "a streamed upload asks to continue") }
+    }
+
+    @Test("a data task's own httpBody reaches the origin as without the cache: a POST without a type gets Foundation's form type, a PUT none")
+    func requestBodyFraming() async throws {
+        let h = try Harness()
+        h.origin.route("/up") { request, _ in .init(text: "\(request.method) \(request.body.count)") }
+        for method in ["POST", "PUT"] {
+            var seen: [Bool: [String]] = [:]
+            for caching in [false, true] {
+                let probe = ProbeDelegate()
+                let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+                defer { session.finishTasksAndInvalidate() }
+                var request = URLRequest(url: h.origin.url("/up"))
+                request.httpMethod = method
+                request.httpBody = Self.payload
+                session.dataTask(with: request).resume()
+                #expect(try #require(await probe.finished()).error == nil)
+                let received = try #require(h.origin.requests(for: "/up").last)
+                seen[caching] = [received.method, received.header("Content-Type") ?? "-", received.header("Content-Length") ?? "-",
+                                 "\(received.body == Self.payload)"]
+            }
+            #expect(seen[true] == seen[false], "\(method) with the cache, then without: \(seen)")
+            #expect(seen[false]?[1] == (method == "POST" ? "application/x-www-form-urlencoded" : "-"))
+        }
     }
 
     @Test("a streamed upload answered 401 goes again with a credential and a new body from the delegate, as without the cache")

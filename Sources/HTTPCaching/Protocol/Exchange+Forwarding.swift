@@ -24,7 +24,7 @@ extension Exchange {
     }
 
     func send(conditional: [String: String], hop: Hop) {
-        let sending = UncheckedBox((hop.request, hop.body.forwarded))
+        let sending = UncheckedBox((hop.request, hop.body.forwarded(inRequest: hop.request.httpBody != nil)))
         // Never create or resume a task synchronously on Foundation's shared URLSession queue,
         // where `startLoading` runs: every session's work queue targets it, so creating a task
         // there waits on the queue the thread already holds, and traps. The request is made

@@ -79,7 +79,11 @@ final class ForwardingSession: Sendable {
     /// The body an outgoing request carries.
     enum Body {
         case none
+        /// The request's own `httpBody` (Foundation gives a POST without a `Content-Type` a
+        /// form type then).
         case data(Data)
+        /// An upload task's data: sent by an upload task, with no type added, as Foundation sends it.
+        case upload(Data)
         case file(URL)
         case stream(InputStream)
         /// The stream a caller's delegate gave for its `uploadTask(withStreamedRequest:)`: sent
@@ -120,6 +124,8 @@ final class ForwardingSession: Sendable {
             var request = request
             request.httpBody = data
             task = session.dataTask(with: request)
+        case .upload(let data):
+            task = session.uploadTask(with: request, from: data)
         case .file(let url):
             task = session.uploadTask(with: request, fromFile: url)
         case .stream(let stream):

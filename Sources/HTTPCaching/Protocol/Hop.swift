@@ -86,12 +86,13 @@ enum HopBody: @unchecked Sendable {
         }
     }
 
-    /// What the forwarding session sends (a body still to come from the delegate sends none).
-    var forwarded: ForwardingSession.Body {
+    /// What the forwarding session sends (a body still to come from the delegate sends none);
+    /// `inRequest`: data the request carried (`httpBody`), else an upload task's.
+    func forwarded(inRequest: Bool) -> ForwardingSession.Body {
         switch self {
         case .none, .fromDelegate: .none
         case .delegateStream(let stream): .fromDelegate(stream)
-        case .data(let data): .data(data)
+        case .data(let data): inRequest ? .data(data) : .upload(data)
         case .file(let url): .file(url)
         case .stream(let stream): .stream(stream)
         }

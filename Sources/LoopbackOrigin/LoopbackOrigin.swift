@@ -316,8 +316,9 @@ public final class LoopbackOrigin: @unchecked Sendable {
             // The listener is closed here, not in stop(): never an accept on a number reused since.
             if ended { if fd >= 0 { close(fd) }; close(listener); return }
             if fd < 0 {
-                // Out of descriptors or a connection gone before it was taken: try again soon.
-                if code != EINTR && code != ECONNABORTED && !pause(0.01) { close(listener); return }
+                // Out of descriptors or a connection gone before it was taken: try again soon
+                // (a stop meanwhile is seen above, once stop() is done with the listener).
+                if code != EINTR && code != ECONNABORTED { _ = pause(0.01) }
                 continue
             }
             var yes: Int32 = 1

@@ -13,7 +13,7 @@ import LoopbackOrigin
 struct LoopbackOriginTests {
     /// Sends raw bytes on a new connection and returns everything the server answers (until
     /// it closes, or until the answer ends with `until`).
-    func raw(_ bytes: String, port: Int, until end: String? = nil) -> String {
+    func raw(_ bytes: String, port: Int, until end: String? = nil, timeout seconds: Int = 5) -> String {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -24,7 +24,7 @@ struct LoopbackOriginTests {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { return "connect failed" }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         _ = Array(bytes.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         if end == nil { shutdown(fd, Int32(SHUT_WR)) }
@@ -113,13 +113,15 @@ struct LoopbackOriginTests {
                     let origin = try LoopbackOrigin()
                     origin.route("/x", response: .init(text: "ok"))
                     // Keep-alive: the origin's thread sees the close below while stop() runs.
-                    let answer = raw("GET /x HTTP/1.1\r\nHost: a\r\n\r\n", port: origin.port, until: "\r\n\r\nok")
+                    let answer = raw("GET /x HTTP/1.1\r\nHost: a\r\n\r\n", port: origin.port, until: "\r\n\r\nok", timeout: 2)
                     origin.stop()
                     if !answer.hasSuffix("\r\n\r\nok") {
                         failures.withLock { $0.append("worker \(worker) round \(round): \(answer.debugDescription)") }
+                        break // one is enough: a worker whose origins stopped answering ends here
                     }
                 } catch {
                     failures.withLock { $0.append("worker \(worker) round \(round): \(error)") }
+                    break
                 }
             }
         }

@@ -74,13 +74,15 @@ extension Exchange {
     // MARK: - What the forwarded request reports (ForwardObserver)
 
     /// Asks the caller's delegate for the body stream again, where Foundation asks it: on the
-    /// thread that asks (Foundation waits there, up to 7 s, for the answer). None for a
-    /// request no longer forwarded, or without a delegate to ask (the spent stream goes on, as
-    /// without the cache).
+    /// thread that asks (Foundation waits there, up to 7 s, for the answer). None for a caller
+    /// gone, a request no longer forwarded, or without a delegate to ask (the spent stream goes
+    /// on, as without the cache). The delegate was read before the request went out.
     func forwardNeedsNewBodyStream(_ task: Int, answer: @escaping @Sendable (InputStream?) -> Void) {
-        let current = state.withLock { $0.forwarded?.id == task }
-        guard current, let (session, delegate, callerTask) = caller?.askable() else { return answer(nil) }
-        delegate.urlSession(session, task: callerTask, needNewBodyStream: answer)
+        let current = state.withLock { !$0.stopped && $0.forwarded?.id == task }
+        guard current, let facts = caller?.facts, let session = facts.session, let delegate = facts.delegateIfRead else {
+            return answer(nil)
+        }
+        delegate.urlSession(session, task: facts.task, needNewBodyStream: answer)
     }
 
     func forwardReceived(_ response: HTTPURLResponse, from task: Int) {

@@ -5,7 +5,8 @@ import FoundationNetworking
 #endif
 
 /// What a forwarded request reports, as it happens: the head at once, then body chunks, then
-/// the end or an error. Called on the forwarding session's delegate queue, in order.
+/// the end or an error. Called on the forwarding session's delegate queue, in order, but for
+/// `forwardNeedsNewBodyStream`, called on the thread Foundation asks on (its transfer thread).
 protocol ForwardObserver: AnyObject, Sendable {
     func forwardReceived(_ response: HTTPURLResponse, from task: Int)
     func forwardReceived(_ data: Data, from task: Int)

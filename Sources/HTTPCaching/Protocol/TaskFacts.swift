@@ -66,6 +66,10 @@ final class TaskFacts: @unchecked Sendable {
     /// The delegate Foundation would ask about the task's redirects, challenges and body stream.
     func delegate(onWorkQueue: Bool) -> URLSessionTaskDelegate? { registered(onWorkQueue: onWorkQueue).delegate }
 
+    /// The same delegate if it was read already, else nil: for a thread that must not wait for
+    /// the task's work queue (Foundation's own, which that queue targets).
+    var delegateIfRead: URLSessionTaskDelegate? { lock.withLock { registration?.delegate } }
+
     /// The delegate the task's upload progress goes to.
     func progressDelegate(onWorkQueue: Bool) -> URLSessionTaskDelegate? {
         registered(onWorkQueue: onWorkQueue).progressDelegate

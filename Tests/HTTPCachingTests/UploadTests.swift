@@ -31,16 +31,17 @@ struct UploadTests {
         #expect(h.cache.entryCount == 1)
     }
 
-    /// A new upload task on `session` with its body given as `source` says.
-    private func task(_ source: Source, method: String = "PUT", on session: URLSession, h: Harness, directory: URL) throws -> URLSessionUploadTask {
-        var request = URLRequest(url: h.origin.url("/up"))
+    /// A new upload task on `session` with its body given as `source` says (to `/up` unless
+    /// `url` is given; `timeout`: the request's own, if any).
+    private func task(_ source: Source, method: String = "PUT", url: URL? = nil, timeout: TimeInterval? = nil,
+                      on session: URLSession, h: Harness, directory: URL) throws -> URLSessionUploadTask {
+        var request = URLRequest(url: url ?? h.origin.url("/up"))
         request.httpMethod = method
+        if let timeout { request.timeoutInterval = timeout }
         switch source {
         case .data:
-            request.timeoutInterval = 4 // its retry waits for this (Foundation sends no body again)
             return session.uploadTask(with: request, from: Self.payload)
         case .file:
-            request.timeoutInterval = 4
             let file = directory.appendingPathComponent("body")
             try Self.payload.write(to: file)
             return session.uploadTask(with: request, fromFile: file)
@@ -188,7 +189,7 @@ struct UploadTests {
             #expect(await primed.wait { $0 })
             probe.state.update { $0 = ProbeDelegate.State() }
             let done = try await withDirectory { directory in
-                try resentTask(resent, to: h.origin.url(path), on: session, directory: directory).resume()
+                try resentTask(resent, to: h.origin.url(path), on: session, h: h, directory: directory).resume()
                 return try #require(await probe.finished())
             }
             let received = h.origin.requests(for: path).map { "\($0.body.count)" }
@@ -207,23 +208,18 @@ struct UploadTests {
         }
     }
 
-    private func resentTask(_ resent: Resent, to url: URL, on session: URLSession, directory: URL) throws -> URLSessionTask {
-        var request = URLRequest(url: url)
-        request.httpMethod = "PUT"
+    private func resentTask(_ resent: Resent, to url: URL, on session: URLSession, h: Harness, directory: URL) throws -> URLSessionTask {
         switch resent {
         case .streamedUpload:
-            return session.uploadTask(withStreamedRequest: request)
+            return try task(.stream, url: url, on: session, h: h, directory: directory)
         case .requestStream:
+            var request = URLRequest(url: url)
+            request.httpMethod = "PUT"
             request.httpBodyStream = InputStream(data: Self.payload)
             return session.dataTask(with: request)
-        case .data:
-            request.timeoutInterval = 4 // its retry waits for this (Foundation sends no body again)
-            return session.uploadTask(with: request, from: Self.payload)
-        case .file:
-            request.timeoutInterval = 4
-            let file = directory.appendingPathComponent("body")
-            try Self.payload.write(to: file)
-            return session.uploadTask(with: request, fromFile: file)
+        case .data, .file:
+            // Its retry waits for the timeout: Foundation sends no body again.
+            return try task(resent == .data ? .data : .file, url: url, timeout: 4, on: session, h: h, directory: directory)
         }
     }
 

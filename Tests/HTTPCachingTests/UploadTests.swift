@@ -190,7 +190,7 @@ struct UploadTests {
             probe.state.update { $0 = ProbeDelegate.State() }
             let done = try await withDirectory { directory in
                 try resentTask(resent, to: h.origin.url(path), on: session, h: h, directory: directory).resume()
-                return try #require(await probe.finished())
+                return try #require(await probe.finished(timeout: 30))
             }
             let received = h.origin.requests(for: path).map { "\($0.body.count)" }
             seen[caching] = ["asked \(done.bodyStreamRequests)", String(decoding: done.data, as: UTF8.self), "\(done.errorCode ?? 0)"] + received

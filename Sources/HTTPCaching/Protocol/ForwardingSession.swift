@@ -16,8 +16,8 @@ protocol ForwardObserver: AnyObject, Sendable {
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64)
     /// Runs `reports`, an answer reported whole, so that what it leads to goes out together.
     func forwardTogether(_ reports: () -> Void)
-    /// A stream body is to be sent again (libcurl retries on a new connection when a reused
-    /// one died): `answer` the new stream, nil to go on with the spent one.
+    /// The body is to be sent again (libcurl retries on a new connection when a reused one
+    /// died): `answer` what the caller's delegate gives (used for a stream body only), or nil.
     func forwardNeedsNewBodyStream(_ task: Int, answer: @escaping @Sendable (InputStream?) -> Void)
 }
 
@@ -117,7 +117,7 @@ final class ForwardingSession: Sendable {
             return task
         }
         var stream: InputStream? // a streamed upload's, given when the task asks
-        var rewinds = false // a stream body: sent again, a new one is asked for
+        var rewinds = false // a stream body: sent again, it takes the stream the delegate gives
         switch body {
         case .none:
             task = session.dataTask(with: request)

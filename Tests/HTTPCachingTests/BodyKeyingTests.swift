@@ -132,6 +132,23 @@ struct BodyKeyingTests {
         #expect(try await fetch(h.session, Self.request(h, "QUERY", "streamed")).status == .fresh)
     }
 
+    @Test("a keyed POST's stream without a Content-Type reaches the origin typed as without the cache, keyed or too large to key",
+          arguments: [64, 4])
+    func streamedBodyTyped(maxBodySize: Int) async throws {
+        let h = try Harness(configuration: CacheConfiguration(bodyKeying: BodyKeying(methods: ["POST"], maxBodySize: maxBodySize)))
+        Self.echo(h.origin)
+        var types: [Bool: String] = [:]
+        for caching in [false, true] {
+            let session = caching ? h.session : uncachedSession()
+            var request = URLRequest(url: h.origin.url("/q"))
+            request.httpMethod = "POST"
+            request.httpBodyStream = InputStream(data: Data("streamed".utf8))
+            #expect(try await fetch(session, request).text.hasPrefix("POST streamed #"))
+            types[caching] = h.origin.requests(for: "/q").last?.header("Content-Type") ?? "-"
+        }
+        #expect(types[true] == types[false], "with the cache, then without: \(types)")
+    }
+
     @Test("stale: a QUERY is revalidated with its validator; a keyed POST is fetched again, unconditionally")
     func staleEntries() async throws {
         let keying = BodyKeying(methods: ["QUERY", "POST"])

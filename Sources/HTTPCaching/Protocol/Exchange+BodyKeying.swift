@@ -21,6 +21,8 @@ extension Exchange {
                 } else if case .notKeyed(let body, _) = read {
                     state.hop.body = body
                 }
+                // A request's own stream, read: its bytes go as the request's, as Foundation types them.
+                if case .stream = body, case .data(let bytes) = state.hop.body { state.hop.request.httpBody = bytes }
                 return state.hop
             }
             guard let digest = hop.bodyDigest else { // not keyed: it passes through

@@ -98,7 +98,7 @@ enum HTTPRequestParser {
     static let bodyLimit = 16 * 1024 * 1024
 
     /// - Parameter continues: whether an `Expect: 100-continue` gets its `100 Continue`.
-    static func read(from reader: inout SocketReader, continues: Bool = true) -> ParseOutcome {
+    static func read(from reader: inout SocketReader, continues: Bool) -> ParseOutcome {
         guard let (headBytes, tooLarge) = reader.readHead(limit: headLimit) else { return .closed }
         if tooLarge { return .malformed("request head too large") }
         let parsed = parseHead(headBytes)

@@ -10,8 +10,8 @@ import FoundationNetworking
 /// but reflects, and boxes, every property before the one wanted, which made it most of what a
 /// miss cost. Read-only; nil when the class has no such property.
 enum StoredField {
-    /// Where a property sits in instances of a class, and its type.
-    private struct Field: @unchecked Sendable {
+    /// Where a property sits in instances of a type, and its type.
+    fileprivate struct Field: @unchecked Sendable {
         let offset: Int
         let type: Any.Type
     }
@@ -47,17 +47,22 @@ enum StoredField {
     private static func find(_ name: String, in cls: AnyClass) -> Field? {
         var current: AnyClass? = cls
         while let type = current {
-            var found: Field?
             // `.classType`, spelled out: the static is a `var` Swift 6 will not share.
-            _ = _forEachField(of: type, options: _EachFieldOptions(rawValue: 1 << 0)) { fieldName, offset, fieldType, _ in
-                guard String(cString: fieldName) == name else { return true }
-                found = Field(offset: offset, type: fieldType)
-                return false
-            }
-            if let found { return found }
+            if let found = field(name, of: type, options: _EachFieldOptions(rawValue: 1 << 0)) { return found }
             current = _getSuperclass(type)
         }
         return nil
+    }
+
+    /// The stored property `name` declared by `type` itself (not inherited); nil if none.
+    fileprivate static func field(_ name: String, of type: Any.Type, options: _EachFieldOptions) -> Field? {
+        var found: Field?
+        _ = _forEachField(of: type, options: options) { fieldName, offset, fieldType, _ in
+            guard String(cString: fieldName) == name else { return true }
+            found = Field(offset: offset, type: fieldType)
+            return false
+        }
+        return found
     }
 }
 
@@ -66,15 +71,8 @@ enum StoredField {
 /// (`isTimeoutIntervalSet`) that a copy through `NSURLRequest` loses and `Mirror` hides.
 enum RequestTimeout {
     /// Where the flag sits in a `URLRequest`; nil if Foundation no longer has it.
-    private static let offset: Int? = {
-        var found: Int?
-        _ = _forEachField(of: URLRequest.self, options: _EachFieldOptions(rawValue: 0)) { name, offset, type, _ in
-            guard String(cString: name) == "isTimeoutIntervalSet", type == Bool.self else { return true }
-            found = offset
-            return false
-        }
-        return found
-    }()
+    private static let offset: Int? = StoredField.field("isTimeoutIntervalSet", of: URLRequest.self, options: _EachFieldOptions(rawValue: 0))
+        .flatMap { $0.type == Bool.self ? $0.offset : nil }
 
     /// Whether the flag is read where Foundation keeps it (a fact test checks it stays so).
     static var isReadable: Bool { offset != nil }

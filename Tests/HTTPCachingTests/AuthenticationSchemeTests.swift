@@ -38,7 +38,7 @@ struct AuthenticationSchemeTests {
             route(h, path, value)
             let probe = ProbeDelegate()
             let outcome = try #require(await perform(kind, URLRequest(url: h.origin.url(path)), probe: probe, timeout: 5) { delegate in
-                caching ? h.delegateSession(delegate) : uncachedSession(delegate)
+                h.session(caching: caching, delegate)
             }, "the task ends (caching \(caching))")
             #expect(probe.value.challenges.isEmpty, "no challenge (caching \(caching))")
             #expect(h.origin.requestCount(path) == 1)
@@ -70,7 +70,7 @@ struct AuthenticationSchemeTests {
             route(h, path, value)
             let probe = ProbeDelegate(onChallenge: { _ in (.cancelAuthenticationChallenge, nil) })
             let outcome = try #require(await perform(.delegate, URLRequest(url: h.origin.url(path)), probe: probe) { delegate in
-                caching ? h.delegateSession(delegate) : uncachedSession(delegate)
+                h.session(caching: caching, delegate)
             })
             #expect(outcome.errorCode == NSURLErrorCancelled, "caching \(caching)")
             #expect(probe.value.challenges.map(\.method) == [NSURLAuthenticationMethodHTTPBasic])

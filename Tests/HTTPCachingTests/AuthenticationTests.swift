@@ -40,7 +40,7 @@ struct AuthenticationTests {
         let storage = URLCredentialStorage()
         let configure: (URLSessionConfiguration) -> Void = { $0.urlCredentialStorage = storage }
         let outcome = try #require(await perform(kind, URLRequest(url: h.origin.url("/private")), probe: probe) { delegate in
-            caching ? h.delegateSession(delegate, configure: configure) : uncachedSession(delegate, configure: configure)
+            h.session(caching: caching, delegate, configure: configure)
         })
         #expect(outcome.error == nil)
         #expect(outcome.status == 200)
@@ -69,7 +69,7 @@ struct AuthenticationTests {
         let route = origin(h)
         let probe = ProbeDelegate(onChallenge: { _ in (.cancelAuthenticationChallenge, nil) })
         let outcome = try #require(await perform(kind, URLRequest(url: h.origin.url("/private")), probe: probe) { delegate in
-            caching ? h.delegateSession(delegate) : uncachedSession(delegate)
+            h.session(caching: caching, delegate)
         })
         #expect(outcome.errorCode == NSURLErrorCancelled)
         #expect(probe.value.challenges.count == 1)
@@ -86,7 +86,7 @@ struct AuthenticationTests {
             return (.useCredential, URLCredential(user: Self.user, password: password, persistence: .forSession))
         })
         let outcome = try #require(await perform(.delegate, URLRequest(url: h.origin.url("/private")), probe: probe) { delegate in
-            caching ? h.delegateSession(delegate) : uncachedSession(delegate)
+            h.session(caching: caching, delegate)
         })
         #expect(outcome.status == 200)
         #expect(caching ? outcome.text == "secret" : outcome.text.hasSuffix("secret"), "Foundation alone adds the 401 bodies")

@@ -24,7 +24,7 @@ struct ClientLifecycleTests {
     static let methods = ["GET", "POST"]
 
     func session(_ h: Harness, caching: Bool, _ probe: ProbeDelegate) -> URLSession {
-        caching ? h.delegateSession(probe) : uncachedSession(probe)
+        h.session(caching: caching, probe)
     }
 
     func request(_ h: Harness, _ path: String, method: String) -> URLRequest {

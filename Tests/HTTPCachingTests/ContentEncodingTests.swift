@@ -24,8 +24,7 @@ struct ContentEncodingTests {
         var seen: [Bool: [String]] = [:]
         for caching in [false, true] {
             let probe = ProbeDelegate()
-            let session = caching ? (delegate ? h.delegateSession(probe) : h.plainCachingSession())
-                : (delegate ? uncachedSession(probe) : uncachedSession())
+            let session = h.session(caching: caching, delegate ? probe : nil)
             defer { session.finishTasksAndInvalidate() }
             var rounds: [String] = []
             for _ in 0..<2 {

@@ -48,7 +48,7 @@ struct InterimResponseTests {
         var seen: [Bool: [String]] = [:]
         for caching in [false, true] {
             let probe = ProbeDelegate()
-            let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+            let session = h.session(caching: caching, probe)
             defer { session.finishTasksAndInvalidate() }
             session.dataTask(with: request).resume()
             let done = try #require(await probe.finished(), "the task ends (caching: \(caching))")

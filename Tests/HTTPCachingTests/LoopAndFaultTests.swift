@@ -147,7 +147,7 @@ struct FaultTests {
         // busy test run resumes awaits late) comes from the request's own.
         let long: (URLSessionConfiguration) -> Void = { $0.timeoutIntervalForRequest = 600 }
         for caching in [false, true] {
-            let session = caching ? h.plainCachingSession(configure: long) : uncachedSession(configure: long)
+            let session = h.session(caching: caching, configure: long)
             defer { session.invalidateAndCancel() }
             let outcome = Watched<String?>(nil)
             session.dataTask(with: request) { _, _, error in

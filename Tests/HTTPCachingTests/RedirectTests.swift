@@ -21,7 +21,7 @@ struct RedirectTests {
     }
 
     private func session(_ h: Harness, caching: Bool) -> (ProbeDelegate?) -> URLSession {
-        { delegate in caching ? h.delegateSession(delegate) : uncachedSession(delegate) }
+        { delegate in h.session(caching: caching, delegate) }
     }
 
     @Test("a delegate that follows is asked once per hop and the final answer arrives, as without the cache",
@@ -83,7 +83,7 @@ struct RedirectTests {
     func followsWithoutDelegate(caching: Bool) async throws {
         let h = try Harness()
         routes(h)
-        let plain = caching ? h.plainCachingSession() : uncachedSession()
+        let plain = h.session(caching: caching)
         defer { plain.finishTasksAndInvalidate() }
         let answer = try #require(await fetchOutcome(plain, URLRequest(url: h.origin.url("/a")))).get()
         #expect(answer.response.statusCode == 200 && answer.text == "b 1 -" && answer.response.url?.path == "/b")
@@ -173,7 +173,7 @@ extension RedirectTests {
         h.origin.routeRedirect("/dir", status: 301, to: "/dir/")
         let probe = ProbeDelegate()
         let outcome = try #require(await perform(.delegate, URLRequest(url: h.origin.url("/dir")), probe: probe, makeSession: { delegate in
-            caching ? h.delegateSession(delegate) : uncachedSession(delegate)
+            h.session(caching: caching, delegate)
         }))
         #expect(outcome.errorCode == NSURLErrorHTTPTooManyRedirects)
         #expect(probe.value.redirects.first?.request.url?.path == "/dir")

@@ -150,7 +150,7 @@ struct StreamingTests {
         let stream = LoopbackOrigin.BodyStream()
         h.origin.route("/events", response: .eventStream(stream))
         let probe = ProbeDelegate()
-        let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+        let session = h.session(caching: caching, probe)
         defer { session.finishTasksAndInvalidate() }
         let task = session.dataTask(with: h.origin.url("/events"))
         task.resume()

@@ -65,7 +65,7 @@ struct TransparencyFactsTests {
         h.origin.routeRedirect("/from", to: "/to")
         h.origin.route("/to", response: .init(text: "to"))
         let probe = ProbeDelegate(onRedirect: { _, _ in nil })
-        let plain = caching ? h.plainCachingSession() : uncachedSession()
+        let plain = h.session(caching: caching)
         defer { plain.finishTasksAndInvalidate() }
         let (data, response) = try await plain.data(for: URLRequest(url: h.origin.url("/from")), delegate: probe)
         if caching {
@@ -128,7 +128,7 @@ struct TransparencyFactsTests {
         h.origin.routeRedirect("/old", to: "/new")
         h.origin.route("/new", response: .init(text: "new"))
         let probe = ProbeDelegate()
-        let plain = caching ? h.delegateSession(probe) : uncachedSession(probe)
+        let plain = h.session(caching: caching, probe)
         defer { plain.finishTasksAndInvalidate() }
         let task = plain.dataTask(with: h.origin.url("/old"))
         task.resume()
@@ -158,7 +158,7 @@ struct TransparencyFactsTests {
         let h = try Harness()
         h.origin.route("/up") { request, _ in .init(text: "\(request.body.count)") }
         let probe = ProbeDelegate()
-        let plain = caching ? h.delegateSession(probe) : uncachedSession(probe)
+        let plain = h.session(caching: caching, probe)
         defer { plain.finishTasksAndInvalidate() }
         var request = URLRequest(url: h.origin.url("/up"))
         request.httpMethod = "POST"

@@ -29,6 +29,13 @@ extension Harness {
         return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
+    /// A session on this harness's cache (`caching`), or a plain one to compare with, with
+    /// `delegate` (none for nil).
+    func session(caching: Bool, _ delegate: ProbeDelegate? = nil,
+                 configure: (URLSessionConfiguration) -> Void = { _ in }) -> URLSession {
+        caching ? delegateSession(delegate, configure: configure) : uncachedSession(delegate, configure: configure)
+    }
+
     /// A session on this harness's cache without a delegate.
     func plainCachingSession(configure: (URLSessionConfiguration) -> Void = { _ in }) -> URLSession {
         let configuration = URLSessionConfiguration.ephemeral

@@ -81,7 +81,7 @@ struct UploadTests {
     /// A delegate upload of `source`'s body on a caching or a plain session: what its delegate saw.
     private func upload(_ source: Source, method: String = "PUT", caching: Bool, h: Harness) async throws -> ProbeDelegate.State {
         let probe = ProbeDelegate(bodyStream: { InputStream(data: Self.payload) })
-        let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+        let session = h.session(caching: caching, probe)
         defer { session.finishTasksAndInvalidate() }
         return try await withDirectory { directory in
             try task(source, method: method, on: session, h: h, directory: directory).resume()
@@ -115,7 +115,7 @@ struct UploadTests {
             var seen: [Bool: [String]] = [:]
             for caching in [false, true] {
                 let probe = ProbeDelegate()
-                let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+                let session = h.session(caching: caching, probe)
                 defer { session.finishTasksAndInvalidate() }
                 var request = URLRequest(url: h.origin.url("/up"))
                 request.httpMethod = method
@@ -143,7 +143,7 @@ struct UploadTests {
         for caching in [false, true] {
             let probe = ProbeDelegate(onChallenge: { _ in (.useCredential, URLCredential(user: "u", password: "p", persistence: .none)) },
                                       bodyStream: { InputStream(data: Self.payload) })
-            let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+            let session = h.session(caching: caching, probe)
             defer { session.finishTasksAndInvalidate() }
             var request = URLRequest(url: h.origin.url("/guarded"))
             request.httpMethod = "PUT"
@@ -182,7 +182,7 @@ struct UploadTests {
             // (NativeProtocol.seekInputStream), without the cache.
             let streams = [.streamedUpload, .requestStream].contains(resent)
             let probe = ProbeDelegate(bodyStream: { streams ? InputStream(data: Self.payload) : nil })
-            let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+            let session = h.session(caching: caching, probe)
             defer { session.finishTasksAndInvalidate() }
             let primed = Watched(false) // a connection in the pool for the upload to reuse
             session.dataTask(with: h.origin.url("/prime")) { _, _, _ in primed.update { $0 = true } }.resume()
@@ -230,7 +230,7 @@ struct UploadTests {
         var results: [Bool: (String, Int)] = [:]
         for caching in [true, false] {
             let probe = ProbeDelegate()
-            let session = caching ? h.delegateSession(probe) : uncachedSession(probe)
+            let session = h.session(caching: caching, probe)
             defer { session.finishTasksAndInvalidate() }
             let text: String = try await withDirectory { directory in
                 var request = URLRequest(url: h.origin.url("/up"))

@@ -48,7 +48,7 @@ struct RequestFieldsTests {
         h.origin.route("/f") { _, _ in .init(text: "ok") }
         var seen: [Bool: [String]] = [:]
         for caching in [false, true] {
-            let session = caching ? h.plainCachingSession() : uncachedSession()
+            let session = h.session(caching: caching)
             defer { session.finishTasksAndInvalidate() }
             var request = URLRequest(url: h.origin.url("/f?q=a%20b&r=%C3%A9&s=1+2"))
             request.httpMethod = shape.method
@@ -87,7 +87,7 @@ struct ResponseFieldsTests {
         h.origin.route("/r", response: .init(status: shape.status, headers: shape.headers + [("Cache-Control", "max-age=600")], text: "body"))
         var seen: [Bool: [[String]]] = [:]
         for caching in [false, true] {
-            let session = caching ? h.plainCachingSession() : uncachedSession()
+            let session = h.session(caching: caching)
             defer { session.finishTasksAndInvalidate() }
             for _ in 0..<2 {
                 let result = try await fetch(session, URLRequest(url: h.origin.url("/r")))

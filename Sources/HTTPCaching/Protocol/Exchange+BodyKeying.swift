@@ -21,8 +21,8 @@ extension Exchange {
                 } else if case .notKeyed(let body, _) = read {
                     state.hop.body = body
                 }
-                // A request's own stream, read: its bytes go as the request's, as Foundation types them.
-                if case .stream = body, case .data(let bytes) = state.hop.body { state.hop.request.httpBody = bytes }
+                // A request's own stream, read: its bytes go as a stream again, as the caller sent them.
+                if case .stream = body, case .data(let bytes) = state.hop.body { state.hop.body = .readStream(bytes) }
                 return state.hop
             }
             guard let digest = hop.bodyDigest else { // not keyed: it passes through
@@ -42,7 +42,7 @@ extension Exchange {
     /// The digest a redirected or retried hop's body adds to its key, when it is keyed.
     func bodyDigest(of request: URLRequest, body: HopBody) -> String? {
         let keying = cache.configuration.bodyKeying
-        guard keying.applies(to: request), case .data(let bytes) = body, bytes.count <= keying.maxBodySize else { return nil }
+        guard keying.applies(to: request), let bytes = body.bytes, bytes.count <= keying.maxBodySize else { return nil }
         return keying.digest(of: bytes, contentType: binding.keys.headers(request).value("Content-Type"))
     }
 
@@ -63,7 +63,7 @@ extension Exchange {
         let bytes: Data
         switch body {
         case .none: bytes = Data()
-        case .data(let data): bytes = data
+        case .data(let data), .readStream(let data): bytes = data
         case .fromDelegate, .delegateStream: return .notKeyed(body, bytes: nil)
         case .file(let url):
             guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int else { return .unreadable }

@@ -51,6 +51,10 @@ enum HopBody: @unchecked Sendable {
     case data(Data)
     case file(URL)
     case stream(InputStream)
+    /// A request's own stream, read to key it: its bytes, sent as a stream again each time, so
+    /// Foundation frames and types them as without the cache (chunked; a form type for a `POST`
+    /// without one).
+    case readStream(Data)
     /// Not known yet: the caller's delegate supplies it (`needNewBodyStream`).
     case fromDelegate
     /// What the caller's delegate supplied: sent as Foundation sends a streamed upload's body.
@@ -77,6 +81,14 @@ enum HopBody: @unchecked Sendable {
         }
     }
 
+    /// The bytes it sends, when they are held in memory.
+    var bytes: Data? {
+        switch self {
+        case .data(let data), .readStream(let data): data
+        default: nil
+        }
+    }
+
     /// The body the same request sends again (after a 307/308 or a 401): a stream is spent, so
     /// the caller's delegate is asked for a new one (`needNewBodyStream`), as Foundation asks.
     var again: HopBody {
@@ -95,6 +107,7 @@ enum HopBody: @unchecked Sendable {
         case .data(let data): inRequest ? .data(data) : .upload(data)
         case .file(let url): .file(url)
         case .stream(let stream): .stream(stream)
+        case .readStream(let data): .stream(InputStream(data: data))
         }
     }
 }

@@ -41,6 +41,18 @@ struct LoopTests {
                           "/probe?c miss v3 ok", "/probe?b fresh v2 ok", "origin 3"])
     }
 
+    @Test("Foundation 6.3.1: an event handler that starts a task where a memory hit's event happens (the shared URLSession queue) traps the process; after a hop it works (README, HTTPCache.observe)")
+    func handlerStartingATask() throws {
+        let hopping = try runProbe("registration-probe", ["--handler-starts-task", "--hop"])
+        #expect(hopping == ["started"])
+        let process = try ChildProcess(builtExecutable(named: "registration-probe").path, ["--handler-starts-task"],
+                                       output: .pipe, errors: .null)
+        let output = String(decoding: process.output!.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.waitForExit(timeout: 60))
+        #expect(process.terminatingSignal == SIGILL && output.isEmpty,
+                "a task started on the shared queue: \(process.exitStatus.map { "status \($0)" } ?? "signal \(process.terminatingSignal ?? 0)"), \(output)")
+    }
+
     @Test("registered and in the configuration, in a fresh process: one origin request per miss")
     func registeredAndConfigured() throws {
         let lines = try probe(["--both"])

@@ -10,6 +10,33 @@ import LoopbackOrigin
 
 let origin = try LoopbackOrigin()
 origin.routeVersioned("/probe")
+
+// `--handler-starts-task [--hop]`: an event handler that starts a task when a hit is served
+// from memory, right where the event happens (Foundation's shared URLSession queue), or after
+// a hop to another queue; prints "started" once the task it started has its answer.
+if CommandLine.arguments.contains("--handler-starts-task") {
+    let cache = HTTPCache(configuration: CacheConfiguration(windows: CacheWindows(fresh: 60, usable: 60)))
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.enableHTTPCaching(cache)
+    let session = URLSession(configuration: configuration)
+    let other = URLSession(configuration: .ephemeral)
+    let hops = CommandLine.arguments.contains("--hop")
+    let answered = DispatchSemaphore(value: 0)
+    let observation = cache.observe { event in
+        guard event.kind == .served(.fresh) else { return }
+        let start: @Sendable () -> Void = { other.dataTask(with: origin.url("/probe?other")) { _, _, _ in answered.signal() }.resume() }
+        if hops { DispatchQueue.global().async(execute: start) } else { start() }
+    }
+    for _ in 0..<2 {
+        let done = DispatchSemaphore(value: 0)
+        session.dataTask(with: origin.url("/probe?a")) { _, _, _ in done.signal() }.resume()
+        done.wait()
+    }
+    answered.wait()
+    observation.cancel()
+    print("started")
+    exit(0)
+}
 let alsoInConfiguration = CommandLine.arguments.contains("--both")
 let cache = HTTPCache()
 _ = URLProtocol.registerClass(CachingURLProtocol.installation(for: cache).protocolClass)

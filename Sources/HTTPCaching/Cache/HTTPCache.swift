@@ -43,7 +43,9 @@ public final class HTTPCache: Sendable {
 
     // MARK: - Events
 
-    /// Calls `handler` with every event, on the thread where it happens; keep it quick.
+    /// Calls `handler` with every event, on the thread where it happens; keep it quick. That may
+    /// be Foundation's shared URLSession queue (a hit from memory), where creating, resuming,
+    /// suspending or cancelling a task traps: hop to another queue for those.
     /// - Returns: a handle whose `cancel()` stops the calls.
     @discardableResult
     public func observe(_ handler: @escaping @Sendable (CacheEvent) -> Void) -> CacheObservation {

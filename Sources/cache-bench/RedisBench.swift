@@ -16,8 +16,10 @@ import LoopbackOrigin
 enum RedisBench {
     static let sizes = [(suffix: "", bytes: 1024, requests: 400), (suffix: "_100k", bytes: 100 * 1024, requests: 150)]
     /// "near": a tiered store in front of Redis (its memory a near cache kept coherent by
-    /// client-side caching).
-    static let variants = ["memory", "disk", "redis", "near"]
+    /// client-side caching). "hop": a memory store read only on the I/O queue, as any store
+    /// that waits on I/O is (`IOQueueOnlyStore`): the hop off the task's work queue and back,
+    /// with no I/O, the part of a Redis hit no store can save while that queue never waits.
+    static let variants = ["memory", "hop", "disk", "redis", "near"]
     /// What each round measures: the stores through URLSession, the Redis store's own read
     /// ("store": `entry(for:)` called directly, no URLSession), and the anchor, a raw `GET`.
     static let measured = variants + ["store", "raw"]
@@ -107,6 +109,7 @@ enum RedisBench {
             let tracking = now() + 10
             while !near.servesFromMemory && now() < tracking { usleep(1000) } // the invalidation connection is tracking
             let stores: [String: any ResponseStore] = ["memory": try MemoryResponseStore(byteLimit: 256 << 20), "disk": disk,
+                                                       "hop": IOQueueOnlyStore(try MemoryResponseStore(byteLimit: 256 << 20)),
                                                        "redis": redis, "near": near]
             for (name, store) in stores {
                 let cache = HTTPCache(configuration: CacheConfiguration(windows: windows), store: store)
@@ -238,6 +241,11 @@ enum RedisBench {
             // The decomposition of a Redis hit: the store's own read, against the raw GET.
             lines.append("redis.store_read_us\(size.suffix)=\(String(format: "%.1f", (m["store"] ?? .nan) * 1e6))")
             lines.append("ratio.redis_store_read_over_raw_get\(size.suffix)=\(formatRatio((m["store"] ?? .nan) / rawGet))")
+            // The rest: the hop to the I/O queue and back (no I/O), and what a Redis hit adds to it.
+            let hop = m["hop"] ?? .nan
+            lines.append("redis.io_hop_us\(size.suffix)=\(String(format: "%.1f", (hop - memory) * 1e6))")
+            lines.append("ratio.io_hop_over_raw_get\(size.suffix)=\(formatRatio((hop - memory) / rawGet))")
+            lines.append("ratio.redis_hit_minus_hop_over_raw_get\(size.suffix)=\(formatRatio(((m["redis"] ?? .nan) - hop) / rawGet))")
         }
         let unique = Array(Set(problems)).sorted()
         if !unique.isEmpty {

@@ -12,7 +12,6 @@ final class DownloadProbe: NSObject, URLSessionDownloadDelegate, @unchecked Send
     struct State: @unchecked Sendable {
         var written: [(Int64, Int64, Int64)] = []
         var file: Data?
-        var fileLocation: URL?
         var completed = false
         var error: (any Error)?
         var redirects: [String] = []
@@ -31,9 +30,9 @@ final class DownloadProbe: NSObject, URLSessionDownloadDelegate, @unchecked Send
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
         let contents = try? Data(contentsOf: location)
+        try? FileManager.default.removeItem(at: location) // Foundation 6.3.1 leaves it in the temporary directory
         state.update {
             $0.file = contents
-            $0.fileLocation = location
             $0.order.append("file")
         }
     }
@@ -92,6 +91,7 @@ struct DownloadTaskTests {
         await withCheckedContinuation { continuation in
             session.downloadTask(with: url) { location, response, error in
                 let file = location.flatMap { try? Data(contentsOf: $0) }
+                if let location { try? FileManager.default.removeItem(at: location) }
                 continuation.resume(returning: DownloadOutcome(file: file, response: response as? HTTPURLResponse, error: error))
             }.resume()
         }
@@ -147,6 +147,7 @@ struct DownloadTaskTests {
         defer { session.finishTasksAndInvalidate() }
         let (location, response) = try await session.download(for: URLRequest(url: h.origin.url("/private")))
         #expect(try Data(contentsOf: location) == Data("secret".utf8))
+        try? FileManager.default.removeItem(at: location)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         #expect(h.recorder.count(.notStored(.responseNoStore)) == 1)
         #expect(try await h.get("/private").status == .bypass)

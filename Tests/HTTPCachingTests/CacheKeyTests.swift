@@ -80,8 +80,8 @@ struct FastPathTests {
         let url = URL(string: "http://example.test/")!
         let entry = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: ["ETag": "1"], body: Data(), storedAt: Date())
         let built = BuiltResponses()
-        func response(_ entry: CacheEntry, _ status: CacheStatus, _ age: TimeInterval) -> HTTPURLResponse {
-            built.response(for: entry, form: .whole, disposition: Disposition(status: status, hit: true, ttl: 60 - age, age: age),
+        func response(_ entry: CacheEntry, _ status: CacheStatus, _ age: TimeInterval, url: URL = url) -> HTTPURLResponse {
+            built.response(for: entry, url: url, form: .whole, disposition: Disposition(status: status, hit: true, ttl: 60 - age, age: age),
                            cacheName: "HTTPCaching").response
         }
         let first = response(entry, .fresh, 3.2)
@@ -92,5 +92,8 @@ struct FastPathTests {
         newer.generation = entry.generation &+ 1
         #expect(response(newer, .stale, 4.0) !== response(entry, .stale, 4.0), "a new version of the entry, even stored at the same moment, is built anew")
         #expect(response(newer, .stale, 4.0).value(forHTTPHeaderField: "Age") == "4")
+        let other = URL(string: "http://u:p@example.test/#f")!
+        #expect(response(entry, .fresh, 3.9, url: other) !== first && response(entry, .fresh, 3.9, url: other).url == other,
+                "another request URL for the same entry gets a response of its own, with that URL")
     }
 }

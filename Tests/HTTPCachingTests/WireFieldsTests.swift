@@ -110,3 +110,48 @@ struct ResponseFieldsTests {
                 "\(result.response.expectedContentLength)"] + fields
     }
 }
+
+/// A response's URL is the URL of the request it answers, as without the cache, on a hit too:
+/// not the URL of the request whose answer was stored.
+@Suite("Response URLs through the cache")
+struct ResponseURLTests {
+    /// Two requests for one entry, as a test sends them: the second URL differs from the first
+    /// only where the cache's key does not look.
+    struct Pair: Sendable, CustomTestStringConvertible {
+        let name: String
+        let first: String
+        let second: String
+        var headers: [(String, String)] = []
+        var testDescription: String { name }
+    }
+
+    static let pairs: [Pair] = [
+        Pair(name: "userinfo, the same both times", first: "http://u:p@HOST/u", second: "http://u:p@HOST/u"),
+        Pair(name: "another fragment", first: "http://HOST/f#one", second: "http://HOST/f#two"),
+        Pair(name: "no fragment after one", first: "http://HOST/n#one", second: "http://HOST/n"),
+        Pair(name: "query order under No-Vary-Search", first: "http://HOST/q?a=1&b=2", second: "http://HOST/q?b=2&a=1",
+             headers: [("No-Vary-Search", "key-order")]),
+    ]
+
+    @Test("a hit's response.url is its own request's URL, as without the cache", arguments: pairs)
+    func hitURL(_ pair: Pair) async throws {
+        let h = try Harness()
+        for path in ["/u", "/f", "/n", "/q"] {
+            h.origin.route(path, response: .init(headers: pair.headers + [("Cache-Control", "max-age=600")], text: "r"))
+        }
+        let host = "127.0.0.1:\(h.origin.port)"
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let session = h.session(caching: caching)
+            defer { session.finishTasksAndInvalidate() }
+            for text in [pair.first, pair.second] {
+                let url = try #require(URL(string: text.replacingOccurrences(of: "HOST", with: host)))
+                let result = try await fetch(session, URLRequest(url: url))
+                seen[caching, default: []].append(result.response.url?.absoluteString ?? "-")
+            }
+        }
+        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
+        let paths = ["/u", "/f", "/n", "/q"]
+        #expect(paths.map { h.origin.requestCount($0) }.reduce(0, +) == 3, "two without the cache, one with it")
+    }
+}

@@ -8,7 +8,8 @@ extension Exchange {
     /// challenge to answer first.
     func serve(_ entry: CacheEntry, form: ServeForm, disposition: Disposition) {
         guard let caller else { return }
-        let (response, range) = binding.builtResponses.response(for: entry, form: form, disposition: disposition,
+        let url = state.withLock { $0.hop.request.url } ?? entry.url
+        let (response, range) = binding.builtResponses.response(for: entry, url: url, form: form, disposition: disposition,
                                                                cacheName: cache.configuration.cacheName)
         let body = range.count == entry.body.count ? entry.body : entry.body.subdata(in: range)
         if let kind = interception(for: response, caller) {

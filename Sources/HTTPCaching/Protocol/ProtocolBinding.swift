@@ -70,11 +70,13 @@ struct UncheckedBox<Value>: @unchecked Sendable {
 
 /// Hit responses already built. Building an `HTTPURLResponse` is most of what a hit costs
 /// (Foundation does work per header), and one is immutable, so tasks may share it: a hit on
-/// the same entry version with the same disposition and form gets the same object.
+/// the same entry version for the same URL with the same disposition and form gets the same
+/// object.
 final class BuiltResponses: Sendable {
     private struct Key: Hashable {
         let generation: UInt64
         let storedAt: Date
+        let url: URL
         let disposition: Disposition
         let form: ServeForm
     }
@@ -82,14 +84,17 @@ final class BuiltResponses: Sendable {
     private let built = Mutex<[Key: UncheckedBox<(HTTPURLResponse, Range<Int>)>]>([:])
     private let limit = 1024
 
-    func response(for entry: CacheEntry, form: ServeForm, disposition: Disposition,
+    /// The response answering a request for `url` from `entry`: its URL is the request's, as
+    /// Foundation gives it (userinfo and fragment included), not the one the entry was stored from.
+    func response(for entry: CacheEntry, url: URL, form: ServeForm, disposition: Disposition,
                   cacheName: String) -> (response: HTTPURLResponse, body: Range<Int>) {
         var rounded = disposition
         rounded.age = disposition.age.map { Freshness.clamp($0).rounded(.down) }
         rounded.ttl = disposition.ttl.map { $0.rounded(.down) }
-        let key = Key(generation: entry.generation, storedAt: entry.storedAt, disposition: rounded, form: form)
+        let key = Key(generation: entry.generation, storedAt: entry.storedAt, url: url, disposition: rounded, form: form)
         if let found = built.withLock({ $0[key] }) { return found.value }
-        let (head, body) = Answers.fromEntry(entry, form: form, disposition: rounded, cacheName: cacheName)
+        var (head, body) = Answers.fromEntry(entry, form: form, disposition: rounded, cacheName: cacheName)
+        head.url = url
         let response = HTTPURLResponse(head)
         built.withLock { built in
             if built.count >= limit { built.removeAll(keepingCapacity: true) }

@@ -81,6 +81,24 @@ enum HopBody: @unchecked Sendable {
         }
     }
 
+    /// The error Foundation's own HTTP class fails a `GET` with before sending anything when
+    /// the task carries a body (a non-empty `httpBody`, a stream, an upload task's data, file or
+    /// stream); nil for any other request. The method is compared as Foundation compares it.
+    static func refusal(of request: URLRequest, task: URLSessionTask?) -> NSError? {
+        guard request.httpMethod == "GET" else { return nil }
+        var carries = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
+        if !carries, let task, task is URLSessionUploadTask {
+            switch TaskIntrospection.uploadBody(of: task) {
+            case .data?, .file?, .stream?: carries = true
+            default: break
+            }
+        }
+        guard carries else { return nil }
+        return NSError(domain: NSURLErrorDomain, code: NSURLErrorDataLengthExceedsMaximum,
+                       userInfo: [NSLocalizedDescriptionKey: "resource exceeds maximum size",
+                                  "NSErrorFailingURLStringKey": request.url?.description ?? ""]) // NSURLErrorFailingURLStringErrorKey
+    }
+
     /// The bytes it sends, when they are held in memory.
     var bytes: Data? {
         switch self {

@@ -53,6 +53,17 @@ struct LoopTests {
                 "a task started on the shared queue: \(process.exitStatus.map { "status \($0)" } ?? "signal \(process.terminatingSignal ?? 0)"), \(output)")
     }
 
+    @Test("Foundation 6.3.1 traps on a chunked answer that ends with a trailer field, with or without the cache (README)",
+          arguments: [false, true])
+    func trailerTraps(caching: Bool) throws {
+        let process = try ChildProcess(builtExecutable(named: "registration-probe").path,
+                                       ["--trailer-answer"] + (caching ? ["--caching"] : []), output: .pipe, errors: .null)
+        let output = String(decoding: process.output!.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.waitForExit(timeout: 60))
+        #expect(process.terminatingSignal == SIGILL && output.isEmpty,
+                "\(process.exitStatus.map { "status \($0)" } ?? "signal \(process.terminatingSignal ?? 0)"), \(output)")
+    }
+
     @Test("registered and in the configuration, in a fresh process: one origin request per miss")
     func registeredAndConfigured() throws {
         let lines = try probe(["--both"])

@@ -11,6 +11,23 @@ import LoopbackOrigin
 let origin = try LoopbackOrigin()
 origin.routeVersioned("/probe")
 
+// `--trailer-answer [--caching]`: one request to an answer whose chunked body ends with a
+// trailer field, on a plain session or a caching one; prints the body if the process lives.
+if CommandLine.arguments.contains("--trailer-answer") {
+    var answer = LoopbackOrigin.Response()
+    answer.raw = Data("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\nX-Trailer: t\r\n\r\n".utf8)
+    origin.route("/trailer", response: answer)
+    let configuration = URLSessionConfiguration.ephemeral
+    if CommandLine.arguments.contains("--caching") { configuration.enableHTTPCaching(HTTPCache()) }
+    let done = DispatchSemaphore(value: 0)
+    URLSession(configuration: configuration).dataTask(with: origin.url("/trailer")) { data, _, _ in
+        print(String(decoding: data ?? Data(), as: UTF8.self))
+        done.signal()
+    }.resume()
+    done.wait()
+    exit(0)
+}
+
 // `--handler-starts-task [--hop]`: an event handler that starts a task when a hit is served
 // from memory, right where the event happens (Foundation's shared URLSession queue), or after
 // a hop to another queue; prints "started" once the task it started has its answer.

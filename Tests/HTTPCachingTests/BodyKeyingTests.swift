@@ -150,6 +150,34 @@ struct BodyKeyingTests {
         #expect(fields[true] == fields[false], "with the cache, then without: \(fields)")
     }
 
+    @Test("a keyed stream libcurl sends again on a new connection goes whole, from the bytes it was keyed by, whatever the delegate gives: the answer stored under their digest is theirs",
+          arguments: ["new stream", "nil", "no delegate"])
+    func keyedStreamSentAgain(delegate mode: String) async throws {
+        let payload = Data(repeating: 65, count: 3000)
+        let h = try Harness(configuration: CacheConfiguration(bodyKeying: BodyKeying(methods: ["POST"])))
+        h.origin.answersExpectContinue = false
+        h.origin.route("/prime") { _, _ in .init(text: "primed") }
+        h.origin.route("/flaky") { request, hit in
+            hit == 1 ? .init(fault: .reset) // the reused connection dies once the body has gone
+                : .init(headers: [("Cache-Control", "max-age=600")], text: "\(request.body.count) \(request.body == payload)")
+        }
+        let probe = ProbeDelegate(bodyStream: { mode == "new stream" ? InputStream(data: Data("other".utf8)) : nil })
+        let session = h.session(caching: true, mode == "no delegate" ? nil : probe)
+        defer { session.finishTasksAndInvalidate() }
+        _ = try await fetch(session, URLRequest(url: h.origin.url("/prime"))) // a connection to reuse
+        var request = URLRequest(url: h.origin.url("/flaky"))
+        request.httpMethod = "POST"
+        var answers: [String] = []
+        for _ in 0..<2 {
+            request.httpBodyStream = InputStream(data: payload)
+            let result = try await fetch(session, request)
+            answers.append("\(result.text) \(result.status.map { "\($0)" } ?? "-")")
+        }
+        #expect(h.origin.requests(for: "/flaky").map(\.body.count) == [3000, 3000])
+        #expect(answers == ["3000 true miss", "3000 true fresh"], "\(answers)")
+        #expect(probe.value.bodyStreamRequests == (mode == "no delegate" ? 0 : 1), "the delegate is asked as without the cache")
+    }
+
     @Test("stale: a QUERY is revalidated with its validator; a keyed POST is fetched again, unconditionally")
     func staleEntries() async throws {
         let keying = BodyKeying(methods: ["QUERY", "POST"])

@@ -12,7 +12,7 @@ import LoopbackOrigin
 @Suite("A GET with a body")
 struct GETBodyTests {
     enum Shape: String, CaseIterable, Sendable {
-        case httpBody, emptyHTTPBody, stream, uploadedData, lowercaseGet
+        case httpBody, emptyHTTPBody, stream, uploadedData, uploadedEmptyData, lowercaseGetWithBody, uploadWithRequestStream
     }
 
     @Test("fails as without the cache, with Foundation's error and nothing sent; an empty body is no body", arguments: Shape.allCases)
@@ -23,38 +23,48 @@ struct GETBodyTests {
         var seen: [Bool: String] = [:]
         var sent: [Bool: Int] = [:]
         for caching in [false, true] {
-            let session = h.session(caching: caching)
+            let probe = ProbeDelegate() // gives no stream when a streamed upload asks
+            let session = h.session(caching: caching, probe)
             defer { session.finishTasksAndInvalidate() }
             let before = h.origin.requestCount("/g")
-            seen[caching] = Self.describe(await Self.send(shape, to: h.origin.url("/g"), on: session))
+            Self.task(shape, to: h.origin.url("/g"), on: session).resume()
+            let state = try #require(await probe.finished())
+            seen[caching] = Self.describe(state.error)
             sent[caching] = h.origin.requestCount("/g") - before
         }
         #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
-        let refused = [.httpBody, .stream, .uploadedData].contains(shape)
+        let refused = [.httpBody, .stream, .uploadedData, .uploadedEmptyData, .lowercaseGetWithBody].contains(shape)
         #expect(seen[false]?.hasPrefix("\(NSURLErrorDomain) \(NSURLErrorDataLengthExceedsMaximum)") == refused, "\(seen)")
         if refused { #expect(sent == [false: 0, true: 0], "nothing reaches the origin: \(sent)") }
     }
 
-    /// Sends the shape's request; the error it ends with, if any.
-    static func send(_ shape: Shape, to url: URL, on session: URLSession) async -> (any Error)? {
+    /// The shape's task, not resumed.
+    static func task(_ shape: Shape, to url: URL, on session: URLSession) -> URLSessionTask {
         var request = URLRequest(url: url)
         let body = Data("b".utf8)
-        return await withCheckedContinuation { continuation in
-            let handler: @Sendable (Data?, URLResponse?, (any Error)?) -> Void = { _, _, error in continuation.resume(returning: error) }
-            switch shape {
-            case .httpBody: request.httpBody = body
-            case .emptyHTTPBody: request.httpBody = Data()
-            case .stream: request.httpBodyStream = InputStream(data: body)
-            case .lowercaseGet: request.httpMethod = "get"
-            case .uploadedData: return session.uploadTask(with: request, from: body, completionHandler: handler).resume()
-            }
-            session.dataTask(with: request, completionHandler: handler).resume()
+        switch shape {
+        case .httpBody: request.httpBody = body
+        case .emptyHTTPBody: request.httpBody = Data()
+        case .stream: request.httpBodyStream = InputStream(data: body)
+        case .lowercaseGetWithBody:
+            request.httpMethod = "get" // URLRequest writes it GET
+            request.httpBody = body
+        case .uploadedData: return session.uploadTask(with: request, from: body)
+        case .uploadedEmptyData: return session.uploadTask(with: request, from: Data())
+        case .uploadWithRequestStream:
+            // A streamed upload goes by the delegate's stream (none here), not the request's.
+            request.httpBodyStream = InputStream(data: body)
+            return session.uploadTask(withStreamedRequest: request)
         }
+        return session.dataTask(with: request)
     }
 
     static func describe(_ error: (any Error)?) -> String {
-        guard let error = error as NSError? else { return "ok" }
-        return "\(error.domain) \(error.code) \(error.localizedDescription) "
-            + "\(error.userInfo["NSErrorFailingURLStringKey"] as? String ?? "-")"
+        guard let error else { return "ok" }
+        let ns = error as NSError
+        let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError
+        return "\(ns.domain) \(ns.code) \(ns.localizedDescription) \(error is URLError ? "URLError" : "NSError") "
+            + "\((error as? URLError)?.failingURL?.absoluteString ?? "-") \(ns.userInfo["NSErrorFailingURLStringKey"] as? String ?? "-") "
+            + "under \(underlying.map { "\($0.code) \($0.localizedDescription) \($0.userInfo["NSErrorFailingURLStringKey"] as? String ?? "-")" } ?? "-")"
     }
 }

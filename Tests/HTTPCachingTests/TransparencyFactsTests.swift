@@ -138,6 +138,21 @@ struct TransparencyFactsTests {
         #expect(task.response?.url?.path == "/new")
     }
 
+    @Test("task.error is set only by Foundation's own HTTP class (a protocol cannot set it); the delegate gets the error either way",
+          arguments: [false, true])
+    func taskErrorProperty(caching: Bool) async throws {
+        let h = try Harness()
+        h.origin.route("/gone", response: .init(fault: .reset))
+        let probe = ProbeDelegate()
+        let session = h.session(caching: caching, probe)
+        defer { session.finishTasksAndInvalidate() }
+        let task = session.dataTask(with: h.origin.url("/gone"))
+        task.resume()
+        let done = try #require(await probe.finished())
+        #expect(done.error != nil)
+        #expect((task.error != nil) == !caching)
+    }
+
     @Test("task metrics are never delivered, with or without the cache", arguments: [false, true])
     func noMetrics(caching: Bool) async throws {
         let h = try Harness()

@@ -45,7 +45,8 @@ public final class HTTPCache: Sendable {
 
     /// Calls `handler` with every event, on the thread where it happens; keep it quick. That may
     /// be Foundation's shared URLSession queue (a hit from memory), where creating, resuming,
-    /// suspending or cancelling a task traps: hop to another queue for those.
+    /// suspending or cancelling a task, or `invalidateAndCancel()`, traps: hop to another queue
+    /// for those.
     /// - Returns: a handle whose `cancel()` stops the calls.
     @discardableResult
     public func observe(_ handler: @escaping @Sendable (CacheEvent) -> Void) -> CacheObservation {

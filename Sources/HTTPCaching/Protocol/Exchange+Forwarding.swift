@@ -78,11 +78,16 @@ extension Exchange {
     /// gone, a request no longer forwarded, or without a delegate to ask (the spent stream goes
     /// on, as without the cache). The delegate was read before the request went out.
     func forwardNeedsNewBodyStream(_ task: Int, answer: @escaping @Sendable (InputStream?) -> Void) {
-        let current = state.withLock { !$0.stopped && $0.forwarded?.id == task }
+        let (current, body) = state.withLock { (!$0.stopped && $0.forwarded?.id == task, $0.hop.body) }
+        // A stream read to key it goes again from the bytes it was keyed by, whatever the
+        // delegate gives (which it is still asked for, as without the cache): its answer is
+        // stored under their digest.
+        var resend = answer
+        if case .readStream(let bytes) = body { resend = { _ in answer(InputStream(data: bytes)) } }
         guard current, let facts = caller?.facts, let session = facts.session, let delegate = facts.delegateIfRead else {
-            return answer(nil)
+            return resend(nil)
         }
-        delegate.urlSession(session, task: facts.task, needNewBodyStream: answer)
+        delegate.urlSession(session, task: facts.task, needNewBodyStream: resend)
     }
 
     func forwardReceived(_ response: HTTPURLResponse, from task: Int) {

@@ -82,21 +82,29 @@ enum HopBody: @unchecked Sendable {
     }
 
     /// The error Foundation's own HTTP class fails a `GET` with before sending anything when
-    /// the task carries a body (a non-empty `httpBody`, a stream, an upload task's data, file or
-    /// stream); nil for any other request. The method is compared as Foundation compares it.
-    static func refusal(of request: URLRequest, task: URLSessionTask?) -> NSError? {
+    /// the task carries a body: for a data task a non-empty `httpBody` or a stream, for an
+    /// upload task its data, file or stream (not the request's, which it ignores; a streamed
+    /// upload's body comes from the delegate later and is not refused here); nil for any other
+    /// request. A `URLError`, built as Foundation builds it.
+    static func refusal(of request: URLRequest, task: URLSessionTask?) -> URLError? {
         guard request.httpMethod == "GET" else { return nil }
-        var carries = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
-        if !carries, let task, task is URLSessionUploadTask {
+        let carries: Bool
+        if let task, task is URLSessionUploadTask {
             switch TaskIntrospection.uploadBody(of: task) {
             case .data?, .file?, .stream?: carries = true
-            default: break
+            default: carries = false
             }
+        } else {
+            carries = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
         }
         guard carries else { return nil }
-        return NSError(domain: NSURLErrorDomain, code: NSURLErrorDataLengthExceedsMaximum,
-                       userInfo: [NSLocalizedDescriptionKey: "resource exceeds maximum size",
-                                  "NSErrorFailingURLStringKey": request.url?.description ?? ""]) // NSURLErrorFailingURLStringErrorKey
+        let failingString = "NSErrorFailingURLStringKey" // NSURLErrorFailingURLStringErrorKey, deprecated
+        let description = "resource exceeds maximum size"
+        let underlying = NSError(domain: NSURLErrorDomain, code: NSURLErrorDataLengthExceedsMaximum,
+                                 userInfo: [NSLocalizedDescriptionKey: description, failingString: request.url?.description ?? ""])
+        guard let url = request.url else { return URLError(.dataLengthExceedsMaximum) }
+        return URLError(.dataLengthExceedsMaximum, userInfo: [NSUnderlyingErrorKey: underlying, NSURLErrorFailingURLErrorKey: url,
+                                                              failingString: url.absoluteString, NSLocalizedDescriptionKey: description])
     }
 
     /// The bytes it sends, when they are held in memory.

@@ -131,6 +131,27 @@ struct UploadTests {
         }
     }
 
+    @Test("an upload task sends its own body, not one its request also carries, as without the cache", arguments: ["data", "stream"])
+    func uploadBodyOverRequestBody(carried: String) async throws {
+        let h = try Harness()
+        h.origin.route("/up") { request, _ in .init(text: "\(request.method) \(request.body.count)") }
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let probe = ProbeDelegate()
+            let session = h.session(caching: caching, probe)
+            defer { session.finishTasksAndInvalidate() }
+            var request = URLRequest(url: h.origin.url("/up"))
+            request.httpMethod = "PUT"
+            if carried == "data" { request.httpBody = Data("request".utf8) } else { request.httpBodyStream = InputStream(data: Data("request".utf8)) }
+            session.uploadTask(with: request, from: Self.payload).resume()
+            #expect(try #require(await probe.finished()).error == nil)
+            let received = try #require(h.origin.requests(for: "/up").last)
+            seen[caching] = [received.method, received.header("Content-Type") ?? "-", "\(received.body == Self.payload)"]
+        }
+        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
+        #expect(seen[false]?.last == "true", "the task's body went")
+    }
+
     @Test("a streamed upload answered 401 goes again with a credential and a new body from the delegate, as without the cache")
     func streamedUploadChallenged() async throws {
         let h = try Harness()

@@ -60,14 +60,11 @@ enum HopBody: @unchecked Sendable {
     /// What the caller's delegate supplied: sent as Foundation sends a streamed upload's body.
     case delegateStream(InputStream)
 
-    /// The body a request sends: its own, else an upload task's, read from the task; nil when
-    /// an upload task's body cannot be read (it is then not sent at all, rather than empty).
+    /// The body a task sends: an upload task's own, read from the task (Foundation sends it,
+    /// not the request's), else the request's; nil when an upload task's body cannot be read
+    /// (it is then not sent at all, rather than empty).
     init?(of request: URLRequest, task: URLSessionTask?) {
-        if let data = request.httpBody {
-            self = .data(data)
-        } else if let stream = request.httpBodyStream {
-            self = .stream(stream)
-        } else if let task, task is URLSessionUploadTask {
+        if let task, task is URLSessionUploadTask {
             switch TaskIntrospection.uploadBody(of: task) {
             case .none?: self = .none
             case .data(let data)?: self = .data(data)
@@ -76,6 +73,10 @@ enum HopBody: @unchecked Sendable {
             case .fromDelegate?: self = .fromDelegate
             case nil: return nil
             }
+        } else if let data = request.httpBody {
+            self = .data(data)
+        } else if let stream = request.httpBodyStream {
+            self = .stream(stream)
         } else {
             self = .none
         }

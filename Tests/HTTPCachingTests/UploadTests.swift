@@ -110,22 +110,14 @@ struct UploadTests {
     @Test("a data task's own httpBody reaches the origin as without the cache: a POST without a type gets Foundation's form type, a PUT none")
     func requestBodyFraming() async throws {
         let h = try Harness()
-        h.origin.route("/up") { request, _ in .init(text: "\(request.method) \(request.body.count)") }
         for method in ["POST", "PUT"] {
-            var seen: [Bool: [String]] = [:]
-            for caching in [false, true] {
-                let probe = ProbeDelegate()
-                let session = h.session(caching: caching, probe)
-                defer { session.finishTasksAndInvalidate() }
-                var request = URLRequest(url: h.origin.url("/up"))
+            let received = try await receivedBothWays(h) { session, url in
+                var request = URLRequest(url: url)
                 request.httpMethod = method
                 request.httpBody = Self.payload
-                session.dataTask(with: request).resume()
-                #expect(try #require(await probe.finished()).error == nil)
-                let received = try #require(h.origin.requests(for: "/up").last)
-                seen[caching] = [received.method, received.header("Content-Type") ?? "-", received.header("Content-Length") ?? "-",
-                                 "\(received.body == Self.payload)"]
+                return session.dataTask(with: request)
             }
+            let seen = received.mapValues { [$0.method, $0.header("Content-Type") ?? "-", $0.header("Content-Length") ?? "-", "\($0.body == Self.payload)"] }
             #expect(seen[true] == seen[false], "\(method) with the cache, then without: \(seen)")
             #expect(seen[false]?[1] == (method == "POST" ? "application/x-www-form-urlencoded" : "-"))
         }
@@ -134,22 +126,32 @@ struct UploadTests {
     @Test("an upload task sends its own body, not one its request also carries, as without the cache", arguments: ["data", "stream"])
     func uploadBodyOverRequestBody(carried: String) async throws {
         let h = try Harness()
+        let received = try await receivedBothWays(h) { session, url in
+            var request = URLRequest(url: url)
+            request.httpMethod = "PUT"
+            if carried == "data" { request.httpBody = Data("request".utf8) } else { request.httpBodyStream = InputStream(data: Data("request".utf8)) }
+            return session.uploadTask(with: request, from: Self.payload)
+        }
+        let seen = received.mapValues { [$0.method, $0.header("Content-Type") ?? "-", "\($0.body == Self.payload)"] }
+        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
+        #expect(seen[false]?.last == "true", "the task's body went")
+    }
+
+    /// Runs the task `make` builds for `/up` on a plain session, then on a caching one (each
+    /// with a probe delegate): what the origin received each time.
+    private func receivedBothWays(_ h: Harness, _ make: (URLSession, URL) -> URLSessionTask) async throws -> [Bool: LoopbackOrigin.Request] {
         h.origin.route("/up") { request, _ in .init(text: "\(request.method) \(request.body.count)") }
-        var seen: [Bool: [String]] = [:]
+        var received: [Bool: LoopbackOrigin.Request] = [:]
         for caching in [false, true] {
             let probe = ProbeDelegate()
             let session = h.session(caching: caching, probe)
             defer { session.finishTasksAndInvalidate() }
-            var request = URLRequest(url: h.origin.url("/up"))
-            request.httpMethod = "PUT"
-            if carried == "data" { request.httpBody = Data("request".utf8) } else { request.httpBodyStream = InputStream(data: Data("request".utf8)) }
-            session.uploadTask(with: request, from: Self.payload).resume()
+            make(session, h.origin.url("/up")).resume()
             #expect(try #require(await probe.finished()).error == nil)
-            let received = try #require(h.origin.requests(for: "/up").last)
-            seen[caching] = [received.method, received.header("Content-Type") ?? "-", "\(received.body == Self.payload)"]
+            let last = try #require(h.origin.requests(for: "/up").last)
+            received[caching] = last
         }
-        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
-        #expect(seen[false]?.last == "true", "the task's body went")
+        return received
     }
 
     @Test("a streamed upload answered 401 goes again with a credential and a new body from the delegate, as without the cache")

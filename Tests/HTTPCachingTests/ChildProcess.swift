@@ -46,15 +46,17 @@ final class ChildProcess: @unchecked Sendable {
         let description: String
     }
 
-    /// Starts `path` with `arguments`.
+    /// Starts `path` with `arguments`, in this process's environment with `environment`'s
+    /// variables set over it.
     /// - Throws: `Failure` when it cannot be started.
-    init(_ path: String, _ arguments: [String], input: Stream = .null, output: Stream = .null, errors: Stream = .null) throws {
+    init(_ path: String, _ arguments: [String], input: Stream = .null, output: Stream = .null, errors: Stream = .null,
+         environment: [String: String] = [:]) throws {
         let actions = try SpawnActions()
         self.input = try actions.connect(input, to: 0, childReads: true)
         self.output = try actions.connect(output, to: 1, childReads: false)
         self.errors = try actions.connect(errors, to: 2, childReads: false)
         actions.closeInheritedDescriptors()
-        pid = try actions.spawn(path, arguments)
+        pid = try actions.spawn(path, arguments, environment: environment)
         let spawned = pid, exited = self.exited, reaped = self.reaped
         Thread.detachNewThread {
             var status: Int32 = 0
@@ -119,7 +121,7 @@ final class ChildProcess: @unchecked Sendable {
         /// Starts the child with no signal blocked or ignored (the test runner's blocked
         /// signals are not passed on).
         /// - Throws: `Failure` if it cannot be started.
-        func spawn(_ path: String, _ arguments: [String]) throws -> pid_t {
+        func spawn(_ path: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
             var attributes = posix_spawnattr_t()
             posix_spawnattr_init(&attributes)
             defer { posix_spawnattr_destroy(&attributes) }
@@ -132,8 +134,11 @@ final class ChildProcess: @unchecked Sendable {
             posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
             let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
             defer { for pointer in argv { free(pointer) } }
+            let variables = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
+            let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { for pointer in envp { free(pointer) } }
             var child = pid_t()
-            let status = posix_spawn(&child, path, actions, &attributes, argv, environ)
+            let status = posix_spawn(&child, path, actions, &attributes, argv, envp)
             guard status == 0 else { throw Failure(description: "cannot start \(path): \(String(cString: strerror(status)))") }
             return child
         }

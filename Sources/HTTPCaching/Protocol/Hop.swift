@@ -89,16 +89,15 @@ enum HopBody: @unchecked Sendable {
     /// request. A `URLError`, built as Foundation builds it.
     static func refusal(of request: URLRequest, task: URLSessionTask?) -> URLError? {
         guard request.httpMethod == "GET" else { return nil }
-        let carries: Bool
-        if let task, task is URLSessionUploadTask {
-            switch TaskIntrospection.uploadBody(of: task) {
-            case .data?, .file?, .stream?: carries = true
-            default: carries = false
-            }
-        } else {
-            carries = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
+        switch HopBody(of: request, task: task) {
+        case .data(let data)?:
+            // Foundation takes an empty `httpBody` for none; an upload task's data, even empty, is a body.
+            guard !data.isEmpty || task is URLSessionUploadTask else { return nil }
+        case .file?, .stream?:
+            break
+        default:
+            return nil
         }
-        guard carries else { return nil }
         let failingString = "NSErrorFailingURLStringKey" // NSURLErrorFailingURLStringErrorKey, deprecated
         let description = "resource exceeds maximum size"
         let underlying = NSError(domain: NSURLErrorDomain, code: NSURLErrorDataLengthExceedsMaximum,

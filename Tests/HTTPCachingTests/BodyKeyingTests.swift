@@ -139,7 +139,8 @@ struct BodyKeyingTests {
         Self.echo(h.origin)
         var fields: [Bool: [String]] = [:]
         for caching in [false, true] {
-            let session = caching ? h.session : uncachedSession()
+            let session = h.session(caching: caching)
+            defer { session.finishTasksAndInvalidate() }
             var request = URLRequest(url: h.origin.url("/q"))
             request.httpMethod = "POST"
             request.httpBodyStream = InputStream(data: Data("streamed".utf8))

@@ -45,14 +45,14 @@ struct LoopTests {
     func handlerStartingATask() throws {
         let hopping = try runProbe("registration-probe", ["--handler-starts-task", "--hop"])
         #expect(hopping == ["started"])
-        let signal = try Self.trap("--handler-starts-task")
+        let signal = try Self.trap(["--handler-starts-task"])
         #expect(signal == SIGILL || signal == SIGTRAP, "a task started on the shared queue: \(signal.map { "signal \($0)" } ?? "no trap")")
     }
 
     /// Runs the registration probe in a mode that should stop it, with no Swift backtracer
     /// (a backtracer left behind keeps the probe's descriptors open); the signal that ended it,
     /// nil if it exited (or was still running after 60 s, when it is killed).
-    static func trap(_ arguments: String...) throws -> Int32? {
+    static func trap(_ arguments: [String]) throws -> Int32? {
         let process = try ChildProcess(builtExecutable(named: "registration-probe").path, arguments,
                                        environment: ["SWIFT_BACKTRACE": "enable=no"])
         guard process.waitForExit(timeout: 60) else { return nil }
@@ -62,7 +62,7 @@ struct LoopTests {
     @Test("Foundation 6.3.1 traps on a chunked answer that ends with a trailer field, with or without the cache (README)",
           arguments: [false, true])
     func trailerTraps(caching: Bool) throws {
-        let signal = caching ? try Self.trap("--trailer-answer", "--caching") : try Self.trap("--trailer-answer")
+        let signal = try Self.trap(["--trailer-answer"] + (caching ? ["--caching"] : []))
         #expect(signal == SIGILL || signal == SIGTRAP, "\(signal.map { "signal \($0)" } ?? "no trap")")
     }
 

@@ -133,10 +133,13 @@ struct ResponseURLTests {
              headers: [("No-Vary-Search", "key-order")]),
     ]
 
+    /// The paths the pairs ask for.
+    static let paths = ["/u", "/f", "/n", "/q"]
+
     @Test("a hit's response.url is its own request's URL, as without the cache", arguments: pairs)
     func hitURL(_ pair: Pair) async throws {
         let h = try Harness()
-        for path in ["/u", "/f", "/n", "/q"] {
+        for path in Self.paths {
             h.origin.route(path, response: .init(headers: pair.headers + [("Cache-Control", "max-age=600")], text: "r"))
         }
         let host = "127.0.0.1:\(h.origin.port)"
@@ -151,7 +154,6 @@ struct ResponseURLTests {
             }
         }
         #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
-        let paths = ["/u", "/f", "/n", "/q"]
-        #expect(paths.map { h.origin.requestCount($0) }.reduce(0, +) == 3, "two without the cache, one with it")
+        #expect(Self.paths.map { h.origin.requestCount($0) }.reduce(0, +) == 3, "two without the cache, one with it")
     }
 }

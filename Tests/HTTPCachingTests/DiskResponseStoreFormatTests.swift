@@ -103,6 +103,31 @@ struct EntryFileFormatTests {
         }
     }
 
+    @Test("every URL a request can carry survives encoding exactly; a URL field a URL may not hold is malformed, not escaped")
+    func urlField() throws {
+        let made = ["http://example.test/a b?c=d e#f g", "http://u:p%40@[::1]:8080/x/../y?%zz", "http://bücher.test/ünï?q=ü",
+                    "https://h/a|b^c\\d{e}[f]`g", "http://h/%E2%82%AC;p=1?a=1&a=2", "http://h"].compactMap { URL(string: $0) }
+            + [URL(fileURLWithPath: "/tmp/a b/c"), URL(string: "/rel", relativeTo: URL(string: "http://h/base/"))!]
+        #expect(made.count == 8)
+        for url in made {
+            let entry = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: [:], body: Data("b".utf8),
+                                   storedAt: E.base, windows: .test(fresh: 1, usable: 2))
+            let decoded = try EntryFileFormat.decode(EntryFileFormat.encode(entry))
+            #expect(decoded.url.absoluteString == url.absoluteString)
+            #expect(EntryFileFormat.encode(decoded) == EntryFileFormat.encode(entry))
+        }
+        // The same entry with its URL field's bytes changed to a space, resealed: rejected.
+        let url = URL(string: "http://h/ab")!
+        let entry = CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: [:], body: Data(),
+                               storedAt: E.base, windows: .test(fresh: 1, usable: 2))
+        var bytes = Array(EntryFileFormat.encode(entry))
+        let field = try #require(bytes.indices.last { bytes[$0...].starts(with: Array("http://h/ab".utf8)) })
+        bytes[field + 9] = UInt8(ascii: " ")
+        #expect(throws: EntryFileFormat.DecodeError.malformed("URL")) {
+            try EntryFileFormat.decode(Data(DiskStoreFuzzTests.resealed(bytes, bodyLength: 0)))
+        }
+    }
+
     @Test("the storage bytes the store hashes are exactly CacheKey.storageString, and parse back to the key")
     func storageBytes() {
         for key in Self.keys() {

@@ -276,7 +276,8 @@ enum EntryFileFormat {
         }
         let storedKey = try reader.slice()
         let entryKey = try decodeKey(storedKey, expecting: key)
-        guard let url = URL(string: try reader.string()) else { throw .malformed("URL") }
+        // Strict: a field with characters a URL may not hold is damage, not a URL to escape.
+        guard let url = URL(string: try reader.string(), encodingInvalidCharacters: false) else { throw .malformed("URL") }
         let headers = try reader.fields()
         let varyValues = try reader.fields()
         guard reader.offset == metadata.count else { throw .malformed("trailing bytes") }

@@ -153,6 +153,28 @@ struct TransparencyFactsTests {
         #expect((task.error != nil) == !caching)
     }
 
+    @Test("a data task's countOfBytesExpectedToReceive is set only by Foundation's own HTTP class (a protocol cannot set it); response.expectedContentLength is the same either way",
+          arguments: [false, true])
+    func expectedBytesCounter(caching: Bool) async throws {
+        let h = try Harness()
+        h.origin.route("/sized", response: .init(headers: [("Cache-Control", "max-age=60")], body: Data(count: 5000)))
+        let session = h.session(caching: caching)
+        defer { session.finishTasksAndInvalidate() }
+        for _ in 0..<2 { // a miss, then a hit through the cache
+            var made: URLSessionDataTask?
+            let (data, response) = await withCheckedContinuation { continuation in
+                let task = session.dataTask(with: h.origin.url("/sized")) { data, response, _ in
+                    continuation.resume(returning: (data ?? Data(), response))
+                }
+                made = task
+                task.resume()
+            }
+            #expect(data.count == 5000 && response?.expectedContentLength == 5000)
+            #expect(made?.countOfBytesExpectedToReceive == (caching ? 0 : 5000))
+        }
+        #expect(h.origin.requestCount() == (caching ? 1 : 2))
+    }
+
     @Test("task metrics are never delivered, with or without the cache", arguments: [false, true])
     func noMetrics(caching: Bool) async throws {
         let h = try Harness()

@@ -49,7 +49,7 @@ struct DiskBench {
         mkdir(plain, 0o700)
         let keys = (0..<8).map { entry("/rw/\(bytes)/\($0)", body: body) }
         for item in keys { try store.write(item) }
-        for k in 0..<8 { writePlain("\(plain)/\(k)", body) }
+        for k in 0..<8 { Self.writePlain("\(plain)/\(k)", body) }
 
         var samples: [String: [Double]] = [:]
         for _ in 0..<rounds {
@@ -58,11 +58,11 @@ struct DiskBench {
                 for i in 0..<operations {
                     switch variant {
                     case "store_write": try store.write(keys[i % 8])
-                    case "file_write": writePlain("\(plain)/\(i % 8)", body)
+                    case "file_write": Self.writePlain("\(plain)/\(i % 8)", body)
                     case "store_read":
                         let read = try store.entry(for: keys[i % 8].key)
                         precondition(read?.body.count == bytes)
-                    default: precondition(readPlain("\(plain)/\(i % 8)").count == bytes)
+                    default: precondition(Self.readPlain("\(plain)/\(i % 8)").count == bytes)
                     }
                 }
                 samples[variant, default: []].append((now() - start) / Double(operations))
@@ -82,7 +82,7 @@ struct DiskBench {
         mkdir(plain, 0o700)
         let keys = (0..<8).map { entry("/reads/\(bytes)/\($0)", body: body) }
         for item in keys { try store.write(item) }
-        for k in 0..<8 { writePlain("\(plain)/\(k)", body) }
+        for k in 0..<8 { Self.writePlain("\(plain)/\(k)", body) }
         var start = now()
         for i in 0..<operations {
             let read = try store.entry(for: keys[i % 8].key)
@@ -96,7 +96,7 @@ struct DiskBench {
         }
         let inPlaceSeconds = (now() - start) / Double(operations)
         start = now()
-        for i in 0..<operations { precondition(readPlain("\(plain)/\(i % 8)").count == bytes) }
+        for i in 0..<operations { precondition(Self.readPlain("\(plain)/\(i % 8)").count == bytes) }
         return (storeSeconds, inPlaceSeconds, (now() - start) / Double(operations))
     }
 
@@ -169,7 +169,7 @@ struct DiskBench {
 
     /// Writes a whole file the plainest way: temporary file, write, rename (as atomically as
     /// the store, so the comparison is fair).
-    private func writePlain(_ path: String, _ data: Data) {
+    static func writePlain(_ path: String, _ data: Data) {
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         data.withUnsafeBytes { buffer in
@@ -184,7 +184,7 @@ struct DiskBench {
         rename(temporary, path)
     }
 
-    private func readPlain(_ path: String) -> Data {
+    static func readPlain(_ path: String) -> Data {
         let fd = open(path, O_RDONLY)
         defer { close(fd) }
         var info = stat()

@@ -9,11 +9,12 @@ import LoopbackOrigin
 /// Fresh hits through a caching URLSession from a memory store (the anchor), from a disk store
 /// whose entries are in the page cache (read in place, on Foundation's queue), and from the
 /// same disk store read only on the I/O queue (what a hit cost before in-place reads, and what
-/// one whose bytes are not in memory pays besides the disk's own time), interleaved round by
-/// round.
+/// one whose bytes are not in memory pays besides the disk's own time), and a plain read of a
+/// file of the body's size (open, read, close: the least a hit from disk can add to a memory
+/// hit), interleaved round by round.
 enum DiskHitBench {
     static let sizes = [(suffix: "", bytes: 1024, requests: 400), (suffix: "_100k", bytes: 100 * 1024, requests: 150)]
-    static let variants = ["memory", "disk", "disk-io"]
+    static let variants = ["memory", "disk", "disk-io", "file"]
     static let hotKeys = 8
 
     /// Prints the table and returns the `ratio.` lines and any problems (requests that failed,
@@ -45,7 +46,10 @@ enum DiskHitBench {
         }
         defer { sessions.values.forEach { $0.finishTasksAndInvalidate() } }
         var problems: [String] = []
+        let files = directory.appendingPathComponent("plain").path
+        mkdir(files, 0o700)
         for size in sizes {
+            for k in 0..<hotKeys { DiskBench.writePlain("\(files)/\(size.bytes)-\(k)", Data(count: size.bytes)) }
             origin.route("/disk-hits/\(size.bytes)", response: .init(headers: [("Content-Type", "application/octet-stream")],
                                                                       body: Data((0..<size.bytes).map { UInt8(truncatingIfNeeded: $0 &* 11) })))
             for variant in ["memory", "disk"] {
@@ -55,7 +59,7 @@ enum DiskHitBench {
             }
         }
         measuring.store(true, ordering: .relaxed)
-        let samples = sample(sessions, origin: origin, rounds: rounds, problems: &problems)
+        let samples = sample(sessions, files: files, origin: origin, rounds: rounds, problems: &problems)
         measuring.store(false, ordering: .relaxed)
         problems += unexpected.withLock { $0 }
         return report(samples, rounds: rounds, problems: problems)
@@ -67,7 +71,7 @@ enum DiskHitBench {
 
     /// Seconds per request, by size suffix and variant, one sample per round, the variants in a
     /// new order each round.
-    private static func sample(_ sessions: [String: URLSession], origin: LoopbackOrigin, rounds: Int,
+    private static func sample(_ sessions: [String: URLSession], files: String, origin: LoopbackOrigin, rounds: Int,
                                problems: inout [String]) -> [String: [String: [Double]]] {
         var samples: [String: [String: [Double]]] = [:]
         for _ in 0..<rounds {
@@ -75,8 +79,10 @@ enum DiskHitBench {
                 for variant in variants.shuffled() {
                     let before = origin.requestCount()
                     let start = now()
-                    for i in 0..<size.requests where get(sessions[variant]!, url(origin, size.bytes, i)) != size.bytes {
-                        problems.append("disk hits \(variant) \(size.bytes): a request failed")
+                    for i in 0..<size.requests {
+                        let read = variant == "file" ? DiskBench.readPlain("\(files)/\(size.bytes)-\(i % hotKeys)").count
+                            : get(sessions[variant]!, url(origin, size.bytes, i))
+                        if read != size.bytes { problems.append("disk hits \(variant) \(size.bytes): a request failed") }
                     }
                     samples[size.suffix, default: [:]][variant, default: []].append((now() - start) / Double(size.requests))
                     if origin.requestCount() != before { problems.append("disk hits \(variant) \(size.bytes): reached the origin") }
@@ -88,16 +94,21 @@ enum DiskHitBench {
 
     private static func report(_ samples: [String: [String: [Double]]], rounds: Int, problems: [String]) -> (lines: [String], problems: [String]) {
         print("\nfresh hits, microseconds per request (median of \(rounds) interleaved rounds; sequential requests)")
-        print("body     memory    disk, in place  disk, I/O queue")
+        print("body     memory    disk, in place  disk, I/O queue  file read")
         var lines: [String] = []
         for size in sizes {
             let m = (samples[size.suffix] ?? [:]).mapValues(median)
             let memory = m["memory"] ?? .nan
             let label = size.bytes >= 100 * 1024 ? "100 KB" : "1 KB"
             print(label.padding(toLength: 7, withPad: " ", startingAt: 0) + formatMicros(memory) + "   "
-                  + formatMicros(m["disk"] ?? .nan) + "       " + formatMicros(m["disk-io"] ?? .nan))
+                  + formatMicros(m["disk"] ?? .nan) + "       " + formatMicros(m["disk-io"] ?? .nan) + "        "
+                  + formatMicros(m["file"] ?? .nan))
             lines.append("ratio.disk_hit_in_place_over_memory_hit\(size.suffix)=\(formatRatio((m["disk"] ?? .nan) / memory))")
             lines.append("ratio.disk_hit_io_queue_over_memory_hit\(size.suffix)=\(formatRatio((m["disk-io"] ?? .nan) / memory))")
+            // What a hit from disk adds to a memory hit, in plain reads of a file of the body's size.
+            lines.append("disk.file_read_us\(size.suffix)=\(String(format: "%.1f", (m["file"] ?? .nan) * 1e6))")
+            lines.append("ratio.disk_hit_in_place_minus_memory_over_file_read\(size.suffix)="
+                         + formatRatio(((m["disk"] ?? .nan) - memory) / (m["file"] ?? .nan)))
         }
         let unique = Array(Set(problems)).sorted()
         if !unique.isEmpty {

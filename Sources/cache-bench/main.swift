@@ -1,6 +1,6 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
 // `swift run -c release cache-bench [--quick] [--disk-hits-only] [--redis-only] [--redis-cluster-only] [--near-disk-only]
-// [--redis-variant V B N] [--statistics-only]` (`--redis-only` includes the near cache: its hits and its invalidation delay). Times are
+// [--redis-variant V B N] [--statistics-only] [--http-only]` (`--redis-only` includes the near cache: its hits and its invalidation delay). Times are
 // medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
@@ -170,7 +170,7 @@ let http = HTTPBench(origin: origin, rounds: rounds)
 
 // Memory first, while nothing else is resident: serving 1 GB of 1 MB hits from a 64 MiB store.
 let served = quick ? 256 : 1024
-let memory = http.peakMemoryServing(megabytes: served)
+let memory = arguments.contains("--http-only") ? (peak: 0.0, reset: true) : http.peakMemoryServing(megabytes: served)
 
 var (medians, problems) = http.run()
 
@@ -194,6 +194,12 @@ for size in HTTPBench.sizes {
     let relayed = (m["relay"] ?? .nan) - (m["network"] ?? .nan)
     lines.append("ratio.relay_minus_network_over_floor\(size.suffix)=\(formatRatio(relayed / (m["floor"] ?? .nan)))")
     lines.append("ratio.miss_minus_relay_over_floor\(size.suffix)=\(formatRatio(((m["miss"] ?? .nan) - (m["relay"] ?? .nan)) / (m["floor"] ?? .nan)))")
+}
+
+// `--http-only`: the per-request table and its ratios alone.
+if arguments.contains("--http-only") {
+    for line in lines { print(line) }
+    exit(problems.isEmpty ? 0 : 1)
 }
 
 let statistics = TransparencyBench.statisticsCost(origin: origin, count: quick ? 500 : 2000, rounds: rounds)

@@ -39,6 +39,34 @@ struct ContentEncodingTests {
         #expect(h.origin.requestCount("/z") == 3, "two without the cache, one with it (the second a hit)")
     }
 
+    @Test("HEAD and ranges after a stored gzip answer: as without the cache (the coded length, ranges of the coded bytes from the origin), never from the decoded bytes")
+    func headAndRangesOfACodedEntry() async throws {
+        let h = try Harness()
+        h.origin.routeRanged("/g", representation: Self.gzipped, etag: "\"g\"",
+                             fields: [("Cache-Control", "max-age=600"), ("Content-Encoding", "gzip")])
+        let steps: [(method: String, range: String?)] = [("GET", nil), ("HEAD", nil), ("GET", "bytes=0-9"), ("GET", "bytes=40-"),
+                                                         ("GET", "bytes=50-"), ("HEAD", nil), ("GET", nil)]
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let session = h.session(caching: caching)
+            defer { session.finishTasksAndInvalidate() }
+            for step in steps {
+                var request = URLRequest(url: h.origin.url("/g"))
+                request.httpMethod = step.method
+                if let range = step.range { request.setValue(range, forHTTPHeaderField: "Range") }
+                switch try #require(await fetchOutcome(session, request)) {
+                case .failure(let error): seen[caching, default: []].append("error \((error as NSError).code)")
+                case .success(let result):
+                    let fields = ["Content-Length", "Content-Range", "Content-Encoding"].map { result.response.value(forHTTPHeaderField: $0) ?? "-" }
+                    seen[caching, default: []].append("\(result.response.statusCode) \(fields) \(result.response.expectedContentLength) \(result.data.count)")
+                }
+            }
+        }
+        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
+        #expect(seen[false]?[1] == "200 [\"\(Self.gzipped.count)\", \"-\", \"gzip\"] \(Self.gzipped.count) 0", "HEAD: the coded length")
+        #expect(h.origin.requestCount("/g") == 7 + 4, "with the cache, only the last GET and the HEADs are answered from the store")
+    }
+
     private func answer(_ request: URLRequest, on session: URLSession, probe: ProbeDelegate?) async throws -> (Data, HTTPURLResponse) {
         guard let probe else {
             let result = try await fetch(session, request)

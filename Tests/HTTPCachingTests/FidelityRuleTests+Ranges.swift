@@ -53,6 +53,8 @@ extension FidelityRuleTests {
         let age: TimeInterval
         let twoTier: Bool
         let expected: String
+        /// The entry is gzip-coded (its stored bytes decoded by the network layer).
+        var coded = false
         var testDescription: String { name }
     }
 
@@ -67,12 +69,17 @@ extension FidelityRuleTests {
                          twoTier: false, expected: "bypass"),
         RangeDecisionRow(name: "several ranges: passed through", field: "bytes=0-1,4-5", status: 200, age: 10, twoTier: false,
                          expected: "bypass"),
+        RangeDecisionRow(name: "content-coded: passed through (ranges are of the coded bytes)", field: "bytes=0-1", status: 200,
+                         age: 10, twoTier: false, expected: "bypass", coded: true),
+        RangeDecisionRow(name: "content-coded, past the decoded end: passed through", field: "bytes=20-", status: 200, age: 10,
+                         twoTier: false, expected: "bypass", coded: true),
     ]
 
     @Test("RFC 9111 §3.4 and RFC 9110 §14.2: a fresh complete entry answers one range (206 or 416); anything else leaves the network untouched",
           arguments: rangeDecisionRows)
     func rangeDecision(row: RangeDecisionRow) {
-        let entry = Self.entry(row.status, ["Cache-Control": "max-age=100"], body: "0123456789A")
+        let fields = ["Cache-Control": "max-age=100"].merging(row.coded ? ["Content-Encoding": "gzip"] : [:]) { $1 }
+        let entry = Self.entry(row.status, fields, body: "0123456789A")
         let action = Self.decide(CacheDecisionTests.request(headers: ["Range": row.field]), entry: entry, age: row.age,
                                  row.twoTier ? Self.twoTier : Self.http)
         #expect(outcome(action) == row.expected)
@@ -98,6 +105,12 @@ extension FidelityRuleTests {
         #expect(unsatisfiable.head.statusCode == 416)
         #expect(unsatisfiable.head.header("Content-Range") == "bytes */11")
         #expect(unsatisfiable.head.header("Content-Length") == "0" && unsatisfiable.body.isEmpty)
+        // HEAD: the body's length, unless the body is coded (its stored bytes are decoded): then the stored field.
+        #expect(Answers.fromEntry(entry, form: .headersOnly, disposition: disposition, cacheName: "c").head.header("Content-Length") == "11")
+        var coded = entry
+        coded.headers["Content-Encoding"] = "gzip"
+        coded.headers["Content-Length"] = "7"
+        #expect(Answers.fromEntry(coded, form: .headersOnly, disposition: disposition, cacheName: "c").head.header("Content-Length") == "7")
         let head = Answers.fromEntry(entry, form: .headersOnly, disposition: disposition, cacheName: "HTTPCaching")
         #expect(head.head.statusCode == 200 && head.head.header("Content-Length") == "11" && head.body.isEmpty)
     }

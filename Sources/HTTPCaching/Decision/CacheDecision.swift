@@ -57,8 +57,9 @@ enum CacheDecision {
     }
 
     /// How a fresh entry answers: whole, head only, or a range; nil when a range cannot be
-    /// answered from it (several ranges, another unit), and for a partial entry anything but
-    /// a single range it holds or one that starts past its complete length (416).
+    /// answered from it (several ranges, another unit, a content-coded body: its ranges are
+    /// of the coded bytes), and for a partial entry anything but a single range it holds or
+    /// one that starts past its complete length (416).
     static func serveForm(method: String, range: String?, entry: CacheEntry) -> ServeForm? {
         if let parts = entry.partialContent {
             guard method == "GET", let range, entry.isConsistentPartial else { return nil }
@@ -70,7 +71,7 @@ enum CacheDecision {
         }
         if method == "HEAD" { return .headersOnly }
         guard let range else { return .whole }
-        guard entry.statusCode == 200 else { return nil }
+        guard entry.statusCode == 200, !entry.isContentCoded else { return nil }
         switch ByteRange.resolve(range, length: entry.body.count) {
         case .satisfiable(let bytes): return .range(bytes)
         case .unsatisfiable: return .rangeNotSatisfiable

@@ -97,7 +97,8 @@ enum Answers {
         case .whole:
             break
         case .headersOnly:
-            set("Content-Length", String(entry.body.count))
+            // A coded body's stored bytes are decoded: its own Content-Length, if any, stays.
+            if !entry.isContentCoded { set("Content-Length", String(entry.body.count)) }
             body = 0..<0
         case .range(let bytes):
             status = 206

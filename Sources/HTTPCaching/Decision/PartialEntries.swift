@@ -10,11 +10,17 @@ enum PartialEntries {
         guard let field = head.header("Content-Range") else { return .unusablePart("it has no Content-Range") }
         guard let range else { return .unusablePart("its Content-Range (\(field.prefix(80))) is not one byte range") }
         guard range.completeLength != nil else { return .unusablePart("its Content-Range does not give the complete length") }
-        if let coding = head.header("Content-Encoding")?.trimmingCharacters(in: .whitespaces), !coding.isEmpty,
-           coding.lowercased() != "identity" {
+        if let coding = contentCoding(head.header("Content-Encoding")) {
             return .unusablePart("it is content-coded (\(coding.prefix(40)))")
         }
         return nil
+    }
+
+    /// The content coding a `Content-Encoding` field names, nil for none or `identity`.
+    static func contentCoding(_ field: String?) -> String? {
+        guard let coding = field?.trimmingCharacters(in: .whitespaces), !coding.isEmpty,
+              coding.lowercased() != "identity" else { return nil }
+        return coding
     }
 
     /// Fields that describe one part, not the representation: never kept with a partial entry.
@@ -77,4 +83,10 @@ enum PartialEntries {
         guard entry.statusCode == 200, entry.body.count == completeLength else { return nil }
         return [PartialContent.Segment(span: 0..<completeLength, bytes: entry.body)]
     }
+}
+
+extension CacheEntry {
+    /// Whether its body is content-coded: the bytes stored are the ones the network layer
+    /// decoded, so neither byte ranges nor the coded length can be taken from them.
+    var isContentCoded: Bool { PartialEntries.contentCoding(header("Content-Encoding")) != nil }
 }

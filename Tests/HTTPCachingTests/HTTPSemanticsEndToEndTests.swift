@@ -319,4 +319,32 @@ struct HTTPSemanticsEndToEndTests {
         modifying.clock.advance(by: 500)
         #expect(try await modifying.get("/yes").status == .fresh)
     }
+
+    @Test("a Range or a validator among the session's own headers makes every request a range or conditional one, as without the cache",
+          arguments: [("Range", "bytes=0-3"), ("If-None-Match", "\"v1\""), ("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")])
+    func sessionRangeOrValidator(name: String, value: String) async throws {
+        let h = try Harness()
+        let date = "Sun, 06 Nov 1994 08:49:37 GMT"
+        if name == "Range" {
+            h.origin.routeRanged("/s", representation: Data("0123456789abcdefghij".utf8), fields: [("Cache-Control", "max-age=60")])
+        } else {
+            routeValidating(h.origin, "/s", etag: "\"v1\"", lastModified: date, extraHeaders: [("Cache-Control", "max-age=60")])
+        }
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let session = h.session(caching: caching) { $0.httpAdditionalHeaders = [name: value] }
+            defer { session.finishTasksAndInvalidate() }
+            for _ in 0..<2 {
+                switch try #require(await fetchOutcome(session, URLRequest(url: h.origin.url("/s")))) {
+                case .failure(let error): seen[caching, default: []].append("error \((error as NSError).code)")
+                case .success(let result):
+                    let range = result.response.value(forHTTPHeaderField: "Content-Range") ?? "-"
+                    seen[caching, default: []].append("\(result.response.statusCode) \(range) \(String(decoding: result.data, as: UTF8.self))")
+                }
+            }
+        }
+        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
+        #expect(seen[false]?.first == (name == "Range" ? "206 bytes 0-3/20 0123" : "304 - "))
+        #expect(h.origin.requestCount("/s") == 4 && h.cache.entryCount == 0, "each goes to the origin; nothing is stored")
+    }
 }

@@ -87,7 +87,7 @@ extension CacheDecision {
             revalidating = request.cachePolicy == .reloadRevalidatingCacheData
             onlyIfCached = directives.has("only-if-cached") || policy == .cacheOnly
             store = !directives.has("no-store") && method == "GET"
-            range = request.value(forHTTPHeaderField: "Range")
+            range = headers.value("Range") // the session's own too: Foundation sends it
             if revalidating { directives.require("no-cache") }
         }
 
@@ -171,7 +171,7 @@ extension CacheDecision {
         case .failure(let error): return .decided(Evaluation(.fail(error), .unknownPolicy))
         }
         if policy == .networkOnly { return .decided(Evaluation(.forward(.bypass(.bypass)), policy: policy, .networkOnlyPolicy)) }
-        if let name = conditionalRequestHeaders.first(where: { request.value(forHTTPHeaderField: $0) != nil }) {
+        if let name = conditionalRequestHeaders.first(where: { headers.value($0) != nil }) {
             return .decided(Evaluation(.forward(.bypass(.bypass, passThrough: true)), policy: policy, .conditionalRequest(field: name)))
         }
         let isCredentialed = credentialed ?? !configuration.effectivePartitioning.inputs(headers).isEmpty

@@ -27,7 +27,7 @@ extension CacheTransaction {
     /// request; for a part's request, the range (nil when the entry cannot answer it).
     func revalidatedForm(_ merged: CacheEntry, plan: ForwardPlan) -> ServeForm? {
         guard plan.storesPart else { return .whole }
-        return CacheDecision.serveForm(method: "GET", range: context.request.value(forHTTPHeaderField: "Range"), entry: merged)
+        return CacheDecision.serveForm(method: "GET", range: context.headers.value("Range"), entry: merged)
     }
 
     /// A 206: received to be stored as a part, or passed through with the reason it is not.

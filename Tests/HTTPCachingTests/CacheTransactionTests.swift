@@ -246,7 +246,7 @@ struct CacheTransactionTests {
                 "a 304 to the unconditional retry is a bad answer: the entry is a fallback, never updated")
     }
 
-    @Test("a 304 or 206 the cache did not ask for is a bad answer: fallback where allowed, else an error, never a removal")
+    @Test("a 304 or 206 the cache did not ask for is a bad answer: fallback where allowed, else passed through unstored (to the cache's own conditional, an error), never a removal")
     func unexpectedAnswers() {
         for status in [304, 206] {
             var withFallback = Self.transaction()
@@ -254,8 +254,12 @@ struct CacheTransactionTests {
             #expect(Self.names(withFallback.head(Self.head(status), now: Self.t0)) == ["cancelForward", "served(fallback)", "serve(old, fallback)"])
             var without = Self.transaction()
             _ = without.start(entry: nil, now: Self.t0)
-            #expect(without.head(Self.head(status), now: Self.t0) == [.cancelForward, .emit(.served(.miss)), .fail(.badResponse(status: status))])
+            #expect(Self.names(without.head(Self.head(status), now: Self.t0)) == ["notStored(\(NotStoredReason.status(status)))", "served(bypass)", "respond(\(status), bypass)"])
         }
+        // A 206 to the cache's own conditional request, with no fallback: an error (the caller never sent that request).
+        var conditional = Self.transaction(configuration: CacheConfiguration(windows: .test(fresh: 60, usable: 3600), errorFallbackWindow: nil))
+        #expect(Self.names(conditional.start(entry: Self.entry(age: 4000), now: Self.t0)) == ["forward(conditional)"])
+        #expect(conditional.head(Self.head(206), now: Self.t0) == [.cancelForward, .emit(.served(.expired)), .fail(.badResponse(status: 206))])
         var request = URLRequest(url: Self.url)
         request.setValue("\"v1\"", forHTTPHeaderField: "If-None-Match")
         var callers = Self.transaction(request)

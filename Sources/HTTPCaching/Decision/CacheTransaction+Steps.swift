@@ -151,7 +151,10 @@ extension CacheTransaction {
         return actions + [.emit(.served(.bypass)), .respond(head, disposition)]
     }
 
-    /// A 304 or 206 the cache did not ask for: a bad answer, treated as a network error.
+    /// A 304 or 206 the cache did not ask for: a bad answer. A stored entry answers instead
+    /// where a fallback is allowed. Else, when the request went as the caller made it (no
+    /// condition of the cache's own), the answer reaches the caller as it came, unstored, as
+    /// without the cache; to the cache's own conditional request, it is an error.
     mutating func badResponse(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
         state = .done
         let error = TransactionError.badResponse(status: head.statusCode)
@@ -160,7 +163,8 @@ extension CacheTransaction {
             return fallback(entry, status: head.statusCode, now: now, detail: error.description,
                             form: revalidatedForm(entry, plan: pending.plan) ?? .whole)
         }
-        return [.cancelForward, .emit(.served(pending.plan.status)), .fail(error)]
+        guard pending.conditional.isEmpty else { return [.cancelForward, .emit(.served(pending.plan.status)), .fail(error)] }
+        return [.emit(.notStored(.status(head.statusCode)))] + passThrough(head, plan: pending.plan)
     }
 
     mutating func fallback(_ entry: CacheEntry, status: Int?, now: Date, detail: String? = nil,

@@ -112,6 +112,32 @@ struct KeysAndSharingTests {
         }
         #expect(origin.requestCount("/v") == 2)
     }
+
+    @Test("a Host field naming another authority than the URL's is part of the key: each host gets its own answer, as without the cache; a POST with it invalidates its entry")
+    func hostFieldInTheKey() async throws {
+        let h = try Harness()
+        h.origin.route("/h") { request, _ in .init(headers: [("Cache-Control", "max-age=60")], text: "\(request.method) \(request.header("Host") ?? "-")") }
+        let own = "127.0.0.1:\(h.origin.port)"
+        let hosts: [String?] = [nil, "a.example", "b.example", "A.example", nil, own, "b.example:1"]
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let session = h.session(caching: caching)
+            defer { session.finishTasksAndInvalidate() }
+            for host in hosts {
+                var request = URLRequest(url: h.origin.url("/h"))
+                if let host { request.setValue(host, forHTTPHeaderField: "Host") }
+                seen[caching, default: []].append(String(decoding: try await fetch(session, request).data, as: UTF8.self))
+            }
+        }
+        #expect(seen[true]?.map { $0.lowercased() } == seen[false]?.map { $0.lowercased() }, "with the cache, then without: \(seen)")
+        #expect(h.origin.requestCount("/h") == hosts.count + 4, "with the cache: the URL's own host, a.example, b.example, b.example:1")
+        var post = URLRequest(url: h.origin.url("/h"))
+        post.httpMethod = "POST"
+        post.setValue("a.example", forHTTPHeaderField: "Host")
+        _ = try await fetch(h.session, post)
+        #expect(try await h.get("/h", headers: ["Host": "a.example"]).status == .miss, "the POST invalidated a.example's entry")
+        #expect(try await h.get("/h").status == .fresh, "and no other")
+    }
 }
 
 @Suite("One origin request per key")

@@ -147,12 +147,22 @@ struct KeyDerivation: Sendable {
         return keying.digest(of: body, contentType: headers.value("Content-Type"))
     }
 
+    /// A `Host` field that names another authority than the URL's (lower-cased, trimmed): the
+    /// origin resolves the target from it, so it is part of the key, as `#host=<value>` (a
+    /// fragment no normalized URL has); nil when there is none or it names the URL's own.
+    static func hostOverride(_ field: String?, of url: URL?) -> String? {
+        guard let field = field?.trimmingCharacters(in: .whitespaces).lowercased(), !field.isEmpty else { return nil }
+        let own = url.flatMap { url in url.host.map { host in host.lowercased() + (url.port.map { ":\($0)" } ?? "") } }
+        return field == own ? nil : field
+    }
+
     /// The key of the entry stored under the request's URL (no variant).
     /// - Parameters:
     ///   - method: the method the key is for; the default is the request's own (GET for HEAD).
     ///   - bodyDigest: a keyed body's digest (`BodyKeying`), added to the key's URL as
     ///     `#body=<digest>` (a fragment no normalized URL has); nil: the digest of the request's
-    ///     `httpBody` when the configuration keys it.
+    ///     `httpBody` when the configuration keys it. A `Host` field naming another authority
+    ///     follows it (`hostOverride`).
     ///   - secret: the store's partition secret, asked for only when the request has credentials.
     /// - Throws: what `secret` throws.
     func key(for request: URLRequest, headers: RequestHeaders, method: String? = nil, bodyDigest: String? = nil,
@@ -162,6 +172,7 @@ struct KeyDerivation: Sendable {
         var key = CacheKey(method: verb, url: request.url ?? URL(fileURLWithPath: "/"))
         if let rewriter = configuration.keyRewriter { key = rewriter(key, request) }
         if let digest = bodyDigest ?? ownBodyDigest(of: request, headers: headers) { key.url += "#body=" + digest }
+        if let host = Self.hostOverride(headers.value("Host"), of: request.url) { key.url += "#host=" + host }
         key.variant = nil
         key.namespace = configuration.namespace
         let inputs = configuration.effectivePartitioning.inputs(headers)

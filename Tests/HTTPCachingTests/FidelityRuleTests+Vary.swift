@@ -17,11 +17,14 @@ extension FidelityRuleTests {
     }
 
     static let varyRows: [VaryRow] = [
-        VaryRow(field: "Accept-Language", stored: "en, de", requested: "de,en", matches: true),
-        VaryRow(field: "Accept-Language", stored: "en-US, fr;q=0.5", requested: "FR;Q=0.5 ,EN-us", matches: true),
+        VaryRow(field: "Accept-Language", stored: "en, de", requested: "EN,de", matches: true),
+        VaryRow(field: "Accept-Language", stored: "en, de", requested: "de,en", matches: false),
+        VaryRow(field: "Accept-Language", stored: "en-US, fr;q=0.5", requested: "EN-us ,FR;Q=0.5", matches: true),
         VaryRow(field: "Accept-Language", stored: "en", requested: "fr", matches: false),
         VaryRow(field: "Accept-Language", stored: "en", requested: "en, fr", matches: false),
-        VaryRow(field: "Accept-Encoding", stored: "gzip, br", requested: "br,gzip", matches: true),
+        VaryRow(field: "Accept-Encoding", stored: "gzip, br", requested: "gzip,br", matches: true),
+        VaryRow(field: "Accept-Encoding", stored: "gzip, br", requested: "br,gzip", matches: false),
+        VaryRow(field: "Accept", stored: "text/html, application/json", requested: "application/json, text/html", matches: false),
         VaryRow(field: "Accept-Encoding", stored: "GZIP", requested: "gzip", matches: true),
         VaryRow(field: "Accept-Encoding", stored: "gzip", requested: nil, matches: false),
         VaryRow(field: "Foo", stored: "1,2", requested: " 1, 2 ", matches: true),
@@ -32,7 +35,7 @@ extension FidelityRuleTests {
         VaryRow(field: "Foo", stored: nil, requested: "1", matches: false),
     ]
 
-    @Test("RFC 9111 §4.1: stored Vary values select requests; Accept-Language and Accept-Encoding compared after case, whitespace and order",
+    @Test("RFC 9111 §4.1: stored Vary values select requests; Accept-* compared after case and whitespace, never reordered (servers break ties by order)",
           arguments: varyRows)
     func vary(row: VaryRow) {
         func headers(_ value: String?) -> RequestHeaders {

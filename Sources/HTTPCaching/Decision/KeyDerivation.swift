@@ -211,13 +211,15 @@ enum Vary {
     static let credentialFields = Set(CredentialPartitioning.standardHeaders.map { $0.lowercased() })
 
     /// A request field's value as compared for `Vary`: list members trimmed; for the content
-    /// negotiation fields (`Accept-*`), lower-cased and sorted, so `en, fr` matches `FR,en`;
+    /// negotiation fields (`Accept-*`), lower-cased without spaces, so `en, fr` matches `EN,fr`
+    /// (never reordered: servers break ties between equal weights by the order, as RFC 9110
+    /// section 12.5.4 notes, so `fr, en` is another request);
     /// for a credential field (`Cookie`, `Authorization`, ...), the SHA-256 digest of that, so
     /// no store ever holds the credential in clear.
     static func normalize(_ value: String, name: String) -> String {
         let members = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if name.hasPrefix("accept") {
-            return members.map { $0.lowercased().replacingOccurrences(of: " ", with: "") }.sorted().joined(separator: ",")
+            return members.map { $0.lowercased().replacingOccurrences(of: " ", with: "") }.joined(separator: ",")
         }
         let joined = members.joined(separator: ",")
         guard credentialFields.contains(name) else { return joined }

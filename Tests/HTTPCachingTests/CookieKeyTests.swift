@@ -81,4 +81,31 @@ struct CookieKeyTests {
         #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
         #expect(seen[false] == ["Cookie=user=alice", "Cookie=user=alice"])
     }
+
+    @Test("a class installed by hand on a session with its own cookie storage: a cookie an answer sets reaches that storage and goes with the next request, as without the cache")
+    func handInstalledClassOwnStorage() async throws {
+        let h = try Harness()
+        h.origin.route("/login") { _, _ in .init(headers: [("Set-Cookie", "sid=hand1; Path=/")], text: "in") }
+        h.origin.route("/me") { request, _ in .init(headers: [("Cache-Control", "no-store")], text: "Cookie=\(request.header("Cookie") ?? "-")") }
+        let installation = CachingURLProtocol.installation(for: h.cache)
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.urlCache = nil
+            if caching { configuration.protocolClasses = [installation.protocolClass] + (configuration.protocolClasses ?? []) }
+            let session = URLSession(configuration: configuration)
+            defer { session.finishTasksAndInvalidate() }
+            for path in ["/login", "/me"] {
+                seen[caching, default: []].append(try await Self.body(session, h, path))
+            }
+            seen[caching, default: []].append("stored \((configuration.httpCookieStorage?.cookies ?? []).map(\.name))")
+        }
+        // The installation's own storage (the shared one) got it too, from the forwarding session.
+        for cookie in HTTPCookieStorage.shared.cookies(for: h.origin.url("/")) ?? [] where cookie.name == "sid" {
+            HTTPCookieStorage.shared.deleteCookie(cookie)
+        }
+        #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
+        #expect(seen[false] == ["in", "Cookie=sid=hand1", "stored [\"sid\"]"])
+    }
 }
+

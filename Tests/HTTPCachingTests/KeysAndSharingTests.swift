@@ -113,6 +113,16 @@ struct KeysAndSharingTests {
         #expect(origin.requestCount("/v") == 2)
     }
 
+    @Test("the Host field is compared with the URL's authority after case, IPv6 brackets and the default port", arguments: [
+        ("http://h/", "H", nil), ("http://h/", "h:80", nil), ("http://h:80/", "h", nil), ("https://h/", "h:443", nil),
+        ("http://[::1]:8080/", "[::1]:8080", nil), ("http://[::1]/", "[::1]", nil), ("http://h:8080/", " h:8080 ", nil),
+        ("http://h/", "h:8080", "h:8080"), ("http://h/", "other", "other"), ("http://h/", "OTHER:80", "other"),
+        ("https://h/", "h:80", "h:80"), ("http://h/", "", nil),
+    ] as [(String, String, String?)])
+    func hostOverride(url: String, field: String, expected: String?) {
+        #expect(KeyDerivation.hostOverride(field, of: URL(string: url)) == expected)
+    }
+
     @Test("a Host field naming another authority than the URL's is part of the key: each host gets its own answer, as without the cache; a POST with it invalidates its entry")
     func hostFieldInTheKey() async throws {
         let h = try Harness()

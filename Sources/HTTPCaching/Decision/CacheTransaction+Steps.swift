@@ -164,7 +164,8 @@ extension CacheTransaction {
                             form: revalidatedForm(entry, plan: pending.plan) ?? .whole)
         }
         guard pending.conditional.isEmpty else { return [.cancelForward, .emit(.served(pending.plan.status)), .fail(error)] }
-        return [.emit(.notStored(.status(head.statusCode)))] + passThrough(head, plan: pending.plan)
+        if detached { return [.cancelForward] } // nobody to deliver to, nothing to store
+        return passThrough(head, plan: pending.plan)
     }
 
     mutating func fallback(_ entry: CacheEntry, status: Int?, now: Date, detail: String? = nil,

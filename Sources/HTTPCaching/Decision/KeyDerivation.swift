@@ -147,13 +147,24 @@ struct KeyDerivation: Sendable {
         return keying.digest(of: body, contentType: headers.value("Content-Type"))
     }
 
-    /// A `Host` field that names another authority than the URL's (lower-cased, trimmed): the
-    /// origin resolves the target from it, so it is part of the key, as `#host=<value>` (a
-    /// fragment no normalized URL has); nil when there is none or it names the URL's own.
+    /// A `Host` field that names another authority than the URL's (lower-cased, trimmed, an
+    /// IPv6 address bracketed, the scheme's default port dropped): the origin resolves the
+    /// target from it, so it is part of the key, as `#host=<value>` (a fragment no normalized
+    /// URL has); nil when there is none or it names the URL's own.
     static func hostOverride(_ field: String?, of url: URL?) -> String? {
         guard let field = field?.trimmingCharacters(in: .whitespaces).lowercased(), !field.isEmpty else { return nil }
-        let own = url.flatMap { url in url.host.map { host in host.lowercased() + (url.port.map { ":\($0)" } ?? "") } }
-        return field == own ? nil : field
+        let scheme = url?.scheme?.lowercased()
+        let defaultPort = scheme == "https" ? 443 : scheme == "http" ? 80 : nil
+        func authority(_ host: String, _ port: Int?) -> String {
+            let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            return port.map { $0 == defaultPort ? bracketed : "\(bracketed):\($0)" } ?? bracketed
+        }
+        // The field's host and port: a port follows the last colon outside brackets.
+        let colon = field.lastIndex(of: ":").flatMap { field[$0...].contains("]") ? nil : $0 }
+        let port = colon.flatMap { Int(field[field.index(after: $0)...]) }
+        let named = port == nil ? field : authority(String(field[..<colon!]), port)
+        guard let host = url?.host?.lowercased() else { return named }
+        return named == authority(host, url?.port) ? nil : named
     }
 
     /// The key of the entry stored under the request's URL (no variant).

@@ -91,8 +91,17 @@ extension Exchange {
     }
 
     func forwardReceived(_ response: HTTPURLResponse, from task: Int) {
+        // The forwarding session stored its cookies in the installation's storage; the caller's
+        // session may keep its own (a class installed by hand), where Foundation would put them.
+        let jar = cookieJar
+        if !jar.sharesStorage(with: binding.forwarding.cookieJar) { jar.store(from: response) }
         let now = cache.now()
         run(input(from: task) { $0.head(ResponseHead(response), now: now) })
+    }
+
+    /// The cookie settings of the caller's session, else the installation's.
+    var cookieJar: CookieJar {
+        caller?.facts?.session.map { CookieJar($0.configuration) } ?? binding.forwarding.cookieJar
     }
 
     func forwardReceived(_ data: Data, from task: Int) {

@@ -17,7 +17,7 @@ extension Exchange {
             return caller.delivery.fail(URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "too many HTTP redirects"]))
         }
         // Without a delegate, Foundation reads the cookie storage again for the next request.
-        guard let (session, delegate, task) = caller.askable() else { return follow(binding.forwarding.withStoredCookies(next), after: held) }
+        guard let (session, delegate, task) = caller.askable() else { return follow(cookieJar.configured(next), after: held) }
         let box = UncheckedBox((session, delegate, task, held.response))
         session.delegateQueue.addOperation {
             box.value.1.urlSession(box.value.0, task: box.value.2, willPerformHTTPRedirection: box.value.3, newRequest: next) { request in

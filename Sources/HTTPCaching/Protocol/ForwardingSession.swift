@@ -41,8 +41,9 @@ final class ForwardingSession: Sendable {
         var transferQueue: DispatchQueue?
     }
 
-    /// The caller's session's cookie settings, which its own requests got their `Cookie` from.
-    private let cookies: (set: Bool, storage: UncheckedBox<HTTPCookieStorage?>)
+    /// The cookie settings of the installation's configuration: the storage this session
+    /// puts the cookies of the answers it gets in.
+    let cookieJar: CookieJar
 
     init(configuration: URLSessionConfiguration) {
         let forwarding = configuration.copy() as! URLSessionConfiguration
@@ -53,21 +54,9 @@ final class ForwardingSession: Sendable {
         // it is keyed by: the forwarding session must not read the storage again later (the
         // answer, stored under one user's cookie, would be another's). Cookies an answer sets
         // are still stored (that is the accept policy's, not this setting's).
-        cookies = (configuration.httpShouldSetCookies, UncheckedBox(configuration.httpCookieStorage))
+        cookieJar = CookieJar(configuration)
         forwarding.httpShouldSetCookies = false
         state = Mutex(State(configuration: forwarding))
-    }
-
-    /// `request` with the `Cookie` Foundation gives a redirect it follows for a task without a
-    /// delegate: the storage's cookies for its URL, read now, replacing the field when there
-    /// are any (`URLSession._Configuration.setCookies(on:)`).
-    func withStoredCookies(_ request: URLRequest) -> URLRequest {
-        guard cookies.set, let storage = cookies.storage.value, let url = request.url,
-              let value = storage.cookies(for: url).flatMap({ HTTPCookie.requestHeaderFields(with: $0)["Cookie"] }),
-              !value.isEmpty else { return request }
-        var request = request
-        request.setValue(value, forHTTPHeaderField: "Cookie")
-        return request
     }
 
     deinit {

@@ -152,6 +152,34 @@ struct KeysAndSharingTests {
 
 @Suite("One origin request per key")
 struct CollapsingTests {
+    @Test("a delegate-based leader (its body written to the store, not kept), or one cancelled: those waiting get the whole body from the store, one origin request",
+          arguments: [false, true])
+    func streamingOrCancelledLeader(cancelled: Bool) async throws {
+        let h = try Harness()
+        let gate = LoopbackOrigin.Gate()
+        let body = String(repeating: "streamed ", count: 2000)
+        var response = LoopbackOrigin.Response(text: body)
+        response.headGate = gate
+        h.origin.route("/s", response: response)
+        let key = try h.cache.manage.key(for: URLRequest(url: h.origin.url("/s")))
+        let probe = ProbeDelegate()
+        let leading = h.session(caching: true, cancelled ? nil : probe)
+        defer { leading.finishTasksAndInvalidate() }
+        let leader = leading.dataTask(with: h.origin.url("/s"))
+        leader.resume()
+        #expect(await gate.reached(count: 1, timeout: 30))
+        let fetches = (0..<3).map { _ in StartedFetch(h.session, URLRequest(url: h.origin.url("/s"))) }
+        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 3 })
+        if cancelled { leader.cancel() }
+        gate.open()
+        for fetch in fetches {
+            let result = try await fetch.value
+            #expect(result.text == body && result.response.statusCode == 200)
+        }
+        if !cancelled { #expect(String(decoding: try #require(await probe.finished()).data, as: UTF8.self) == body) }
+        #expect(h.origin.requestCount("/s") == 1)
+    }
+
     @Test("64 concurrent misses for one key: one origin request; the others are answered from it, as collapsed")
     func collapsedMisses() async throws {
         let h = try Harness()

@@ -31,9 +31,10 @@ final class Flights: Sendable {
         }
     }
 
-    /// The leader is done: each follower gets what it stored (nil if nothing).
-    func end(_ key: CacheKey, entry: CacheEntry?) {
+    /// The leader is done: each follower gets what it stored (nil if nothing), or reads the
+    /// store (`readStore`: the leader wrote the body there, not to memory).
+    func end(_ key: CacheKey, entry: CacheEntry?, readStore: Bool = false) {
         let followers = waiting.withLock { $0.removeValue(forKey: key) } ?? []
-        for follower in followers { follower.value.collapsedResult(entry) }
+        for follower in followers { follower.value.collapsedResult(entry, readStore: readStore) }
     }
 }

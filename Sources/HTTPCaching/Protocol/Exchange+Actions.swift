@@ -39,7 +39,7 @@ extension Exchange {
             if !cache.append(bytes, to: writer.value, key: hop.key, url: hop.request.url) { state.withLock { $0.writer = nil } }
         case .commitWriter(let entries, let bodyBytes, let inMemoryOnly):
             guard let writer = takeWriter(), let last = entries.last else { return }
-            noteStored(last, cache.commit(writer.value, entries, bodyBytes: bodyBytes, inMemoryOnly: inMemoryOnly))
+            noteStored(last, cache.commit(writer.value, entries, bodyBytes: bodyBytes, inMemoryOnly: inMemoryOnly), bodyInStore: true)
         case .discardWriter:
             takeWriter()?.value.abort()
         case .store(let entry):
@@ -64,9 +64,13 @@ extension Exchange {
         }
     }
 
-    private func noteStored(_ entry: CacheEntry, _ written: Bool) {
+    private func noteStored(_ entry: CacheEntry, _ written: Bool, bodyInStore: Bool = false) {
         guard written else { return }
-        state.withLock { if $0.stored == nil || entry.key.variant == nil { $0.stored = entry } }
+        state.withLock { state in
+            guard state.stored == nil || entry.key.variant == nil else { return }
+            state.stored = entry
+            state.storedBodyInStore = bodyInStore
+        }
     }
 
     private func cancelForward() {
@@ -112,12 +116,13 @@ extension Exchange {
 
     /// Ends the flight this exchange leads: those waiting get what it stored.
     private func endFlight() {
-        let (flight, stored) = state.withLock { state -> (Flight?, CacheEntry?) in
-            guard case .leading = state.flight else { return (nil, nil) }
+        let (flight, stored, inStore) = state.withLock { state -> (Flight?, CacheEntry?, Bool) in
+            guard case .leading = state.flight else { return (nil, nil, false) }
             defer { state.flight = nil }
-            return (state.flight, state.stored)
+            return (state.flight, state.stored, state.stored != nil && state.storedBodyInStore)
         }
-        if case .leading(let key) = flight { cache.flights.end(key, entry: stored) }
+        // An entry whose body went to a store writer has none here: those waiting read the store.
+        if case .leading(let key) = flight { cache.flights.end(key, entry: inStore ? nil : stored, readStore: inStore) }
     }
 }
 

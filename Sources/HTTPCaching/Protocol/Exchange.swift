@@ -53,6 +53,8 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         var flight: Flight?
         /// What this exchange stored (under the URL, or its variant), for those waiting on it.
         var stored: CacheEntry?
+        /// Its body went to a store writer: `stored` holds no body, those waiting read the store.
+        var storedBodyInStore = false
         /// The refresh claim this exchange gives back when it ends.
         var claim: CacheKey?
         /// How the caller takes an answer from the network, once read (`prepareForNetwork`).
@@ -199,7 +201,15 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     }
 
     /// Another request's answer, after this one waited for it.
-    func collapsedResult(_ entry: CacheEntry?) {
+    /// - Parameter readStore: the leader stored an entry whose body it wrote to the store: it
+    ///   is read from there, under this exchange's own key and fields.
+    func collapsedResult(_ entry: CacheEntry?, readStore: Bool = false) {
+        if readStore {
+            let hop = state.withLock { $0.hop }
+            return cache.ioQueue(for: hop.key.url).async {
+                self.collapsedResult(self.cache.lookup(hop.key, headers: hop.headers).entry)
+            }
+        }
         let actions = state.withLock { state -> [CacheTransaction.Action] in
             state.flight = nil
             return state.stopped ? [] : state.transaction?.collapsed(into: entry) ?? []

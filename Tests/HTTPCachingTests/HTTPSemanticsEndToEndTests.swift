@@ -347,4 +347,22 @@ struct HTTPSemanticsEndToEndTests {
         #expect(seen[false]?.first == (name == "Range" ? "206 bytes 0-3/20 0123" : "304 - "))
         #expect(h.origin.requestCount("/s") == 4 && h.cache.entryCount == 0, "each goes to the origin; nothing is stored")
     }
+
+    @Test("the session's requestCachePolicy applies to requests that ask for the protocol's policy, as on Darwin; a request's own policy wins")
+    func sessionCachePolicy() async throws {
+        let h = try Harness()
+        h.origin.routeVersioned("/p", headers: [("Cache-Control", "max-age=60")])
+        let reloading = h.session(caching: true) { $0.requestCachePolicy = .reloadIgnoringLocalCacheData }
+        let cacheOnly = h.session(caching: true) { $0.requestCachePolicy = .returnCacheDataDontLoad }
+        defer { reloading.finishTasksAndInvalidate(); cacheOnly.finishTasksAndInvalidate() }
+        await #expect(throws: HTTPCachingError.self, "cache-only, nothing stored") { try await fetch(cacheOnly, h.origin.url("/p")) }
+        #expect(try await fetch(reloading, h.origin.url("/p")).text == "v1")
+        #expect(try await fetch(reloading, h.origin.url("/p")).text == "v2", "the session's policy: to the network again")
+        var own = URLRequest(url: h.origin.url("/p"))
+        own.cachePolicy = .returnCacheDataElseLoad
+        #expect(try await fetch(reloading, own).text == "v2", "the request's own policy wins")
+        #expect(try await fetch(cacheOnly, h.origin.url("/p")).text == "v2", "cache-only, now stored")
+        #expect(h.origin.requestCount("/p") == 2)
+    }
 }
+

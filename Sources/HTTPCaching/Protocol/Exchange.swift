@@ -85,6 +85,10 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     /// A caller's exchange, made in `startLoading`; `begin()` starts it.
     convenience init(request: URLRequest, task: URLSessionTask?, session: URLSession?, binding: ProtocolBinding, delivery: Delivery) {
         let caller = Caller(delivery: delivery, facts: task.map { TaskFacts(task: $0, session: session) })
+        var request = request
+        if request.cachePolicy == .useProtocolCachePolicy && binding.sessionCachePolicy != .useProtocolCachePolicy {
+            request.cachePolicy = binding.sessionCachePolicy
+        }
         self.init(role: .caller(caller), hop: Hop(request, binding: binding), binding: binding)
     }
 

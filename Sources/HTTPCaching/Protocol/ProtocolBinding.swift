@@ -33,8 +33,13 @@ final class ProtocolBinding: Sendable {
     /// refreshes); the store's own counters are the cache's.
     let statistics: StatisticsCounters
 
+    /// The session's `requestCachePolicy`: what a request asking for `.useProtocolCachePolicy`
+    /// gets, as on Darwin (Foundation on Linux never applies it).
+    let sessionCachePolicy: URLRequest.CachePolicy
+
     init(cache: HTTPCache, forwarding configuration: URLSessionConfiguration) {
         self.cache = cache
+        sessionCachePolicy = configuration.requestCachePolicy
         var headers: [String: String] = [:]
         for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
             if let name = name as? String, let value = value as? String { headers[name] = value }

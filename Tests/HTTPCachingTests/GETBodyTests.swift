@@ -67,4 +67,21 @@ struct GETBodyTests {
             + "\((error as? URLError)?.failingURL?.absoluteString ?? "-") \(ns.userInfo["NSErrorFailingURLStringKey"] as? String ?? "-") "
             + "under \(underlying.map { "\($0.code) \($0.localizedDescription) \($0.userInfo["NSErrorFailingURLStringKey"] as? String ?? "-")" } ?? "-")"
     }
+
+    @Test("a URL whose scheme is not lower case (HTTP:) is refused as Foundation refuses it, even when its lower-case form is stored")
+    func upperCaseScheme() async throws {
+        let h = try Harness()
+        h.origin.route("/u", response: .init(headers: [("Cache-Control", "max-age=60")], text: "u"))
+        #expect(try await h.get("/u").text == "u")
+        let upper = try #require(URL(string: "HTTP://127.0.0.1:\(h.origin.port)/u"))
+        var codes: [Bool: Int] = [:]
+        for caching in [false, true] {
+            let session = h.session(caching: caching)
+            defer { session.finishTasksAndInvalidate() }
+            if case .failure(let error)? = await fetchOutcome(session, URLRequest(url: upper)) { codes[caching] = (error as NSError).code }
+        }
+        #expect(codes[false] == NSURLErrorUnsupportedURL && codes[true] == codes[false])
+        #expect(h.origin.requestCount("/u") == 1)
+    }
 }
+

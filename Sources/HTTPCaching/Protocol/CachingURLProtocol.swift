@@ -53,7 +53,8 @@ public class CachingURLProtocol: URLProtocol {
 
     /// True for http and https requests this cache did not forward itself.
     override public class func canInit(with request: URLRequest) -> Bool {
-        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
+        // As Foundation's own HTTP class: the scheme as written (it refuses `HTTP:` as an unsupported URL).
+        guard let scheme = request.url?.scheme, scheme == "http" || scheme == "https",
               property(forKey: handledKey, in: request) == nil else {
             return false
         }

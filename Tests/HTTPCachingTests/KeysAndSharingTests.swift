@@ -152,6 +152,29 @@ struct KeysAndSharingTests {
 
 @Suite("One origin request per key")
 struct CollapsingTests {
+    @Test("a request waiting on another's answer times out as its own would, as without the cache; the one it waited on is answered")
+    func waitingRequestTimesOut() async throws {
+        let h = try Harness()
+        var impatient = URLRequest(url: h.origin.url("/t"))
+        impatient.timeoutInterval = 1
+        var codes: [Bool: Int] = [:]
+        for caching in [false, true] {
+            let gate = LoopbackOrigin.Gate()
+            var response = LoopbackOrigin.Response(text: "slow")
+            response.headGate = gate
+            h.origin.route("/t", response: response)
+            let session = h.session(caching: caching)
+            defer { session.finishTasksAndInvalidate() }
+            let leader = StartedFetch(session, URLRequest(url: h.origin.url("/t")))
+            #expect(await gate.reached(count: 1, timeout: 30))
+            if case .failure(let error)? = await fetchOutcome(session, impatient) { codes[caching] = (error as NSError).code }
+            gate.open()
+            #expect(try await leader.value.text == "slow")
+        }
+        #expect(codes[false] == NSURLErrorTimedOut && codes[true] == codes[false])
+        #expect(h.cache.engine.flights.followers(of: try h.cache.manage.key(for: impatient)) == 0)
+    }
+
     @Test("a delegate-based leader (its body written to the store, not kept), or one cancelled: those waiting get the whole body from the store, one origin request",
           arguments: [false, true])
     func streamingOrCancelledLeader(cancelled: Bool) async throws {

@@ -13,7 +13,7 @@ extension Exchange {
             switch cache.flights.join(hop.key, self) {
             case .follower:
                 state.withLock { $0.flight = .waiting(hop.key) }
-                return
+                return timeOutWaiting(for: hop)
             case .leader:
                 state.withLock { $0.flight = .leading(hop.key) }
             }
@@ -21,6 +21,27 @@ extension Exchange {
         if case .fromDelegate = hop.body { return askDelegateForBody(then: conditional, hop: hop) }
         if claimsSharedFill(plan, conditional: conditional) { return claimSharedFill(then: conditional, hop: hop) }
         send(conditional: conditional, hop: hop)
+    }
+
+    /// A request waiting on another's answer times out as its own would: nothing arrives for
+    /// it within its timeout (the request's own, else the session's: Foundation's idle timeout),
+    /// so it stops waiting and fails as timed out (or is answered as a timeout allows).
+    private func timeOutWaiting(for hop: Hop) {
+        let seconds = RequestTimeout.isSet(hop.request) ? hop.request.timeoutInterval
+            : binding.forwarding.configuration.timeoutIntervalForRequest
+        // Whole seconds, as Foundation's HTTP class counts them (`Int(timeout) * 1000` ms).
+        binding.control.asyncAfter(deadline: .now() + Double(Int(min(seconds, 1e9)))) { [weak self] in
+            guard let self else { return }
+            let now = cache.now()
+            let actions = state.withLock { state -> [CacheTransaction.Action]? in
+                guard state.flight == .waiting(hop.key), !state.stopped else { return nil }
+                state.flight = nil
+                return state.transaction?.fail(TransactionError(URLError(.timedOut)), now: now) ?? []
+            }
+            guard let actions else { return }
+            cache.flights.leave(hop.key, self)
+            run(actions)
+        }
     }
 
     func send(conditional: [String: String], hop: Hop) {

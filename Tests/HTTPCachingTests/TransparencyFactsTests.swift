@@ -75,6 +75,30 @@ struct TransparencyFactsTests {
         }
     }
 
+    @Test("a session with a delegate: data(for:delegate:) with a delegate that answers nothing leaves redirects and challenges to the session's delegate, as without the cache")
+    func sessionDelegateAskedBesideAGivenOne() async throws {
+        final class Silent: NSObject, URLSessionTaskDelegate {}
+        let h = try Harness()
+        h.origin.routeRedirect("/from", to: "/to")
+        h.origin.route("/to", response: .init(text: "to"))
+        h.origin.routeBasicAuth("/auth", user: "u", password: "p") { _, _ in .init(text: "secret") }
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let sessionDelegate = ProbeDelegate(onRedirect: { _, _ in nil }, onChallenge: { _ in
+                (.useCredential, URLCredential(user: "u", password: "p", persistence: .none))
+            })
+            let session = h.session(caching: caching, sessionDelegate)
+            defer { session.finishTasksAndInvalidate() }
+            for path in ["/from", "/auth"] {
+                let (data, response) = try await session.data(for: URLRequest(url: h.origin.url(path)), delegate: Silent())
+                seen[caching, default: []].append("\((response as? HTTPURLResponse)?.statusCode ?? 0) \(String(decoding: data, as: UTF8.self))")
+            }
+        }
+        // The refused redirect's body differs as documented (Darwin's way: it reaches the caller).
+        #expect(seen[true]?.map { $0.prefix(3) } == ["302", "200"] && seen[false]?.map { $0.prefix(3) } == ["302", "200"], "\(seen)")
+        #expect(seen[true]?.last == "200 secret" && seen[false]?.last == "200 secret")
+    }
+
     @Test("TaskIntrospection.uploadBody reads an upload task's body (knownBody): data, file, or the delegate's stream")
     func uploadBodies() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("facts-\(UUID().uuidString)")

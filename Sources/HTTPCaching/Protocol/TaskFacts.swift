@@ -60,7 +60,7 @@ final class TaskFacts: @unchecked Sendable {
     /// else the session's, when it is a data delegate. Read after `load()`.
     var cacheDelegate: URLSessionDataDelegate? {
         guard task is URLSessionDataTask, !(task is URLSessionUploadTask) else { return nil }
-        return lock.withLock { registration?.delegate } as? URLSessionDataDelegate
+        return lock.withLock { registration?.storingDelegate } as? URLSessionDataDelegate
     }
 
     /// The delegate Foundation would ask about the task's redirects, challenges and body stream.

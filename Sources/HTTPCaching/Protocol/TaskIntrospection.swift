@@ -67,15 +67,14 @@ enum TaskIntrospection {
         }
     }
 
-    /// The delegate Foundation would ask about `task`'s redirects, challenges and body
-    /// stream: the one given to `data(for:delegate:)` (kept only in the session's registry,
-    /// where `task.delegate` does not look), else `task.delegate`. Call it on the task's work
-    /// queue.
+    /// The delegate asked about `task`'s redirects, challenges and body stream: `task.delegate`
+    /// (its own, else the session's), as Foundation asks; when there is none, the one given to
+    /// `data(for:delegate:)` (kept only in the session's registry, where `task.delegate` does
+    /// not look), as Darwin asks it. Call it on the task's work queue.
     static func delegate(of task: URLSessionTask, session: URLSession?) -> URLSessionTaskDelegate? {
-        if let session, let behaviour = behaviour(of: task, session: session), let delegate = givenDelegate(behaviour) {
-            return delegate
-        }
-        return task.delegate
+        if let delegate = task.delegate { return delegate }
+        guard let session, let behaviour = behaviour(of: task, session: session) else { return nil }
+        return givenDelegate(behaviour)
     }
 
     /// The delegate Foundation reports a task's upload progress to: the session's delegate for
@@ -105,7 +104,11 @@ enum TaskIntrospection {
     /// it on the task's work queue.
     struct Registration {
         var delivery: Delivery?
+        /// Asked about redirects, challenges and body streams (`delegate(of:session:)`).
         var delegate: URLSessionTaskDelegate?
+        /// Asked before storing (`willCacheResponse`): the one given to `data(for:delegate:)`
+        /// first, as Darwin asks a task's own delegate first.
+        var storingDelegate: URLSessionTaskDelegate?
         var progressDelegate: URLSessionTaskDelegate?
     }
 
@@ -113,7 +116,7 @@ enum TaskIntrospection {
     /// `delegate(of:session:)` and `progressDelegate(of:session:)` read it once each).
     static func registration(of task: URLSessionTask, session: URLSession?) -> Registration {
         guard let session, let behaviour = behaviour(of: task, session: session) else {
-            return Registration(delivery: nil, delegate: task.delegate, progressDelegate: task.delegate)
+            return Registration(delivery: nil, delegate: task.delegate, storingDelegate: task.delegate, progressDelegate: task.delegate)
         }
         var registration = Registration()
         switch behaviour.name {
@@ -128,7 +131,8 @@ enum TaskIntrospection {
         default:
             break
         }
-        registration.delegate = givenDelegate(behaviour) ?? task.delegate
+        registration.delegate = task.delegate ?? givenDelegate(behaviour)
+        registration.storingDelegate = givenDelegate(behaviour) ?? task.delegate
         return registration
     }
 

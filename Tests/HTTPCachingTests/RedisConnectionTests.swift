@@ -78,6 +78,20 @@ struct RedisConnectionTests {
         #expect(server.connectionCount == 2)
     }
 
+    @Test("an idle connection the server closes as the next command arrives (after the idle check): the command goes once more on a new connection, and no call fails for it")
+    func closedAfterTheIdleCheck() throws {
+        let server = try ScriptedRedisServer { connection, command in
+            connection == 0 && command == 1 ? .replyThenClose([]) : .reply(Array("+PONG\r\n".utf8))
+        }
+        defer { server.stop() }
+        let store = try Self.store(server)
+        try store.ping()
+        try store.ping()
+        #expect(server.connectionCount == 2)
+        try store.ping()
+        #expect(server.connectionCount == 2, "the new connection is kept")
+    }
+
     @Test("a silent server: each call fails after the command timeout; waiting for the one busy connection is bounded too")
     func silentServer() throws {
         let server = try ScriptedRedisServer { _, _ in .silence }

@@ -35,6 +35,8 @@ struct RedisClientError: Error, Equatable, CustomStringConvertible {
     let kind: Kind
     /// What happened, in a sentence; never a password.
     let description: String
+    /// The connection closed before a byte of any reply came back (`closed` only).
+    var beforeAnyReply = false
 
     init(_ kind: Kind, _ description: String) {
         self.kind = kind
@@ -113,19 +115,21 @@ final class RedisConnection: @unchecked Sendable {
 
     private func execute(_ commands: [RedisCommand], deadline: Deadline) throws(RedisClientError) -> [RESPValue] {
         guard !isBroken else { throw RedisClientError(.closed, "the connection was closed after an earlier failure") }
+        var replies: [RESPValue] = []
         do throws(RedisClientError) {
             var out: [UInt8] = []
             out.reserveCapacity(commands.reduce(0) { $0 + $1.arguments.reduce(16) { $0 + $1.count + 16 } })
             for command in commands { command.encode(into: &out) }
             let what = commands.count == 1 ? commands[0].name : "\(commands.count) pipelined commands"
             try send(out, deadline: deadline, what: what)
-            var replies: [RESPValue] = []
             replies.reserveCapacity(commands.count)
             while replies.count < commands.count {
                 if let reply = try parsed() { replies.append(reply) } else { try receive(deadline: deadline, what: what) }
             }
             return replies
         } catch {
+            var error = error
+            error.beforeAnyReply = error.kind == .closed && replies.isEmpty && parser.bufferedByteCount == 0
             close()
             throw error
         }

@@ -53,9 +53,17 @@ final class RedisConnectionPool: Sendable {
             throw RedisClientError(.timeout, "all \(configuration.poolSize) Redis connections stayed busy for \(configuration.commandTimeout) s")
         }
         defer { permits.signal() }
-        let connection = try checkOut()
-        defer { checkIn(connection) }
-        return try body(connection)
+        let (connection, reused) = try checkOut()
+        do throws(RedisClientError) {
+            defer { checkIn(connection) }
+            return try body(connection)
+        } catch where reused && error.beforeAnyReply {
+            // An idle connection the server closed just before it was handed out: the check
+            // cannot see a close still on its way. Nothing was answered: once more, on a new one.
+            let fresh = try open()
+            defer { checkIn(fresh) }
+            return try body(fresh)
+        }
     }
 
     /// Closes the idle connections, so the next calls open (and check) new ones.
@@ -67,11 +75,17 @@ final class RedisConnectionPool: Sendable {
         for connection in discarded { connection.close() }
     }
 
-    private func checkOut() throws(RedisClientError) -> RedisConnection {
+    /// An idle connection that still looks open (reused), else a new one.
+    private func checkOut() throws(RedisClientError) -> (connection: RedisConnection, reused: Bool) {
         while let connection = idle.withLock({ $0.popLast() }) {
-            if connection.isUsableWhenIdle { return connection }
+            if connection.isUsableWhenIdle { return (connection, true) }
             connection.close()
         }
+        return (try open(), false)
+    }
+
+    /// A new connection, unless a recent failure is still being waited out.
+    private func open() throws(RedisClientError) -> RedisConnection {
         let now = DispatchTime.now().uptimeNanoseconds
         if let failure = lastFailure.withLock({ $0 }), now < failure.until {
             throw failure.error

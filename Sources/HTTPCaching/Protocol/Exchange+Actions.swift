@@ -68,8 +68,7 @@ extension Exchange {
         guard written else { return }
         state.withLock { state in
             guard state.stored == nil || entry.key.variant == nil else { return }
-            state.stored = entry
-            state.storedBodyInStore = bodyInStore
+            state.stored = bodyInStore ? .bodyInStore : .entry(entry)
         }
     }
 
@@ -116,13 +115,17 @@ extension Exchange {
 
     /// Ends the flight this exchange leads: those waiting get what it stored.
     private func endFlight() {
-        let (flight, stored, inStore) = state.withLock { state -> (Flight?, CacheEntry?, Bool) in
-            guard case .leading = state.flight else { return (nil, nil, false) }
+        let (flight, stored) = state.withLock { state -> (Flight?, Stored?) in
+            guard case .leading = state.flight else { return (nil, nil) }
             defer { state.flight = nil }
-            return (state.flight, state.stored, state.stored != nil && state.storedBodyInStore)
+            return (state.flight, state.stored)
         }
-        // An entry whose body went to a store writer has none here: those waiting read the store.
-        if case .leading(let key) = flight { cache.flights.end(key, entry: inStore ? nil : stored, readStore: inStore) }
+        guard case .leading(let key) = flight else { return }
+        switch stored {
+        case .entry(let entry)?: cache.flights.end(key, entry: entry)
+        case .bodyInStore?: cache.flights.end(key, entry: nil, readStore: true)
+        case nil: cache.flights.end(key, entry: nil)
+        }
     }
 }
 

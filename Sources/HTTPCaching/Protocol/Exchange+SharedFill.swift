@@ -63,7 +63,7 @@ extension Exchange {
     private func sharedFillArrived(_ entry: CacheEntry) {
         let actions = state.withLock { state -> [CacheTransaction.Action] in
             guard !state.stopped else { return [] }
-            state.stored = entry
+            state.stored = .entry(entry)
             return state.transaction?.collapsed(into: entry) ?? []
         }
         run(actions)

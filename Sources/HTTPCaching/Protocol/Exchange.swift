@@ -52,9 +52,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         var draining = false
         var flight: Flight?
         /// What this exchange stored (under the URL, or its variant), for those waiting on it.
-        var stored: CacheEntry?
-        /// Its body went to a store writer: `stored` holds no body, those waiting read the store.
-        var storedBodyInStore = false
+        var stored: Stored?
         /// The refresh claim this exchange gives back when it ends.
         var claim: CacheKey?
         /// How the caller takes an answer from the network, once read (`prepareForNetwork`).
@@ -95,6 +93,15 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     var caller: Caller? {
         if case .caller(let caller) = role { return caller }
         return nil
+    }
+
+    /// What an exchange stored, for those waiting on it.
+    enum Stored {
+        /// The entry, its body included.
+        case entry(CacheEntry)
+        /// An entry whose body went to a store writer, not to memory: those waiting read it
+        /// from the store.
+        case bodyInStore
     }
 
     // MARK: - Starting

@@ -72,9 +72,7 @@ enum TaskIntrospection {
     /// `data(for:delegate:)` (kept only in the session's registry, where `task.delegate` does
     /// not look), as Darwin asks it. Call it on the task's work queue.
     static func delegate(of task: URLSessionTask, session: URLSession?) -> URLSessionTaskDelegate? {
-        if let delegate = task.delegate { return delegate }
-        guard let session, let behaviour = behaviour(of: task, session: session) else { return nil }
-        return givenDelegate(behaviour)
+        registration(of: task, session: session).delegate
     }
 
     /// The delegate Foundation reports a task's upload progress to: the session's delegate for
@@ -82,12 +80,7 @@ enum TaskIntrospection {
     /// `upload(for:from:delegate:)`, none for a completion-handler task. When the registry
     /// cannot be read, `task.delegate`. Call it on the task's work queue.
     static func progressDelegate(of task: URLSessionTask, session: URLSession?) -> URLSessionTaskDelegate? {
-        guard let session, let behaviour = behaviour(of: task, session: session) else { return task.delegate }
-        switch behaviour.name {
-        case "callDelegate": return session.delegate as? URLSessionTaskDelegate
-        case "dataCompletionHandlerWithTaskDelegate": return givenDelegate(behaviour)
-        default: return nil
-        }
+        registration(of: task, session: session).progressDelegate
     }
 
     /// The delegate a `...WithTaskDelegate` behaviour carries, if any.
@@ -112,8 +105,8 @@ enum TaskIntrospection {
         var progressDelegate: URLSessionTaskDelegate?
     }
 
-    /// The task's registration (one read of the registry, where `delivery(of:session:)`,
-    /// `delegate(of:session:)` and `progressDelegate(of:session:)` read it once each).
+    /// The task's registration, in one read of the registry (`delivery(of:session:)` reads it
+    /// on its own; `delegate(of:session:)` and `progressDelegate(of:session:)` are its parts).
     static func registration(of task: URLSessionTask, session: URLSession?) -> Registration {
         guard let session, let behaviour = behaviour(of: task, session: session) else {
             return Registration(delivery: nil, delegate: task.delegate, storingDelegate: task.delegate, progressDelegate: task.delegate)

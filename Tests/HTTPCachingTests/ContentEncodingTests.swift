@@ -46,21 +46,20 @@ struct ContentEncodingTests {
                              fields: [("Cache-Control", "max-age=600"), ("Content-Encoding", "gzip")])
         let steps: [(method: String, range: String?)] = [("GET", nil), ("HEAD", nil), ("GET", "bytes=0-9"), ("GET", "bytes=40-"),
                                                          ("GET", "bytes=50-"), ("HEAD", nil), ("GET", nil)]
-        var seen: [Bool: [String]] = [:]
-        for caching in [false, true] {
-            let session = h.session(caching: caching)
-            defer { session.finishTasksAndInvalidate() }
+        let seen = try await h.sideBySide { session in
+            var seen: [String] = []
             for step in steps {
                 var request = URLRequest(url: h.origin.url("/g"))
                 request.httpMethod = step.method
                 if let range = step.range { request.setValue(range, forHTTPHeaderField: "Range") }
                 switch try #require(await fetchOutcome(session, request)) {
-                case .failure(let error): seen[caching, default: []].append("error \((error as NSError).code)")
+                case .failure(let error): seen.append("error \((error as NSError).code)")
                 case .success(let result):
                     let fields = ["Content-Length", "Content-Range", "Content-Encoding"].map { result.response.value(forHTTPHeaderField: $0) ?? "-" }
-                    seen[caching, default: []].append("\(result.response.statusCode) \(fields) \(result.response.expectedContentLength) \(result.data.count)")
+                    seen.append("\(result.response.statusCode) \(fields) \(result.response.expectedContentLength) \(result.data.count)")
                 }
             }
+            return seen
         }
         #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
         #expect(seen[false]?[1] == "200 [\"\(Self.gzipped.count)\", \"-\", \"gzip\"] \(Self.gzipped.count) 0", "HEAD: the coded length")

@@ -330,18 +330,17 @@ struct HTTPSemanticsEndToEndTests {
         } else {
             routeValidating(h.origin, "/s", etag: "\"v1\"", lastModified: date, extraHeaders: [("Cache-Control", "max-age=60")])
         }
-        var seen: [Bool: [String]] = [:]
-        for caching in [false, true] {
-            let session = h.session(caching: caching) { $0.httpAdditionalHeaders = [name: value] }
-            defer { session.finishTasksAndInvalidate() }
+        let seen = try await h.sideBySide(configure: { $0.httpAdditionalHeaders = [name: value] }) { session in
+            var seen: [String] = []
             for _ in 0..<2 {
                 switch try #require(await fetchOutcome(session, URLRequest(url: h.origin.url("/s")))) {
-                case .failure(let error): seen[caching, default: []].append("error \((error as NSError).code)")
+                case .failure(let error): seen.append("error \((error as NSError).code)")
                 case .success(let result):
                     let range = result.response.value(forHTTPHeaderField: "Content-Range") ?? "-"
-                    seen[caching, default: []].append("\(result.response.statusCode) \(range) \(String(decoding: result.data, as: UTF8.self))")
+                    seen.append("\(result.response.statusCode) \(range) \(String(decoding: result.data, as: UTF8.self))")
                 }
             }
+            return seen
         }
         #expect(seen[true] == seen[false], "with the cache, then without: \(seen)")
         #expect(seen[false]?.first == (name == "Range" ? "206 bytes 0-3/20 0123" : "304 - "))

@@ -129,15 +129,14 @@ struct KeysAndSharingTests {
         h.origin.route("/h") { request, _ in .init(headers: [("Cache-Control", "max-age=60")], text: "\(request.method) \(request.header("Host") ?? "-")") }
         let own = "127.0.0.1:\(h.origin.port)"
         let hosts: [String?] = [nil, "a.example", "b.example", "A.example", nil, own, "b.example:1"]
-        var seen: [Bool: [String]] = [:]
-        for caching in [false, true] {
-            let session = h.session(caching: caching)
-            defer { session.finishTasksAndInvalidate() }
+        let seen = try await h.sideBySide { session in
+            var bodies: [String] = []
             for host in hosts {
                 var request = URLRequest(url: h.origin.url("/h"))
                 if let host { request.setValue(host, forHTTPHeaderField: "Host") }
-                seen[caching, default: []].append(String(decoding: try await fetch(session, request).data, as: UTF8.self))
+                bodies.append(String(decoding: try await fetch(session, request).data, as: UTF8.self))
             }
+            return bodies
         }
         #expect(seen[true]?.map { $0.lowercased() } == seen[false]?.map { $0.lowercased() }, "with the cache, then without: \(seen)")
         #expect(h.origin.requestCount("/h") == hosts.count + 4, "with the cache: the URL's own host, a.example, b.example, b.example:1")

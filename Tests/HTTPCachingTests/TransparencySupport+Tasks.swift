@@ -36,6 +36,19 @@ extension Harness {
         caching ? delegateSession(delegate, configure: configure) : uncachedSession(delegate, configure: configure)
     }
 
+    /// What `observe` records on a plain session, then on a caching one on this harness's cache,
+    /// each made with `configure` and invalidated after: one scenario both ways, to compare.
+    func sideBySide(configure: (URLSessionConfiguration) -> Void = { _ in },
+                    _ observe: (URLSession) async throws -> [String]) async throws -> [Bool: [String]] {
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let session = session(caching: caching, configure: configure)
+            defer { session.finishTasksAndInvalidate() }
+            seen[caching] = try await observe(session)
+        }
+        return seen
+    }
+
     /// A session on this harness's cache without a delegate.
     func plainCachingSession(configure: (URLSessionConfiguration) -> Void = { _ in }) -> URLSession {
         let configuration = URLSessionConfiguration.ephemeral

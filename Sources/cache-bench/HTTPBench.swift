@@ -139,8 +139,9 @@ struct HTTPBench {
     }
 
     /// Requests per second of 1 KB hits, and of the floor protocol's canned 1 KB answers, with
-    /// `callers` loops in flight; the median of rounds, the two interleaved round by round.
-    func concurrentHits(callers: Int, total: Int, rounds: Int) -> (hit: Double, floor: Double) {
+    /// `callers` loops in flight; the median of rounds, the two interleaved round by round, and
+    /// the median of the rounds' ratios (each round's pair ran side by side, so drift cancels).
+    func concurrentHits(callers: Int, total: Int, rounds: Int) -> (hit: Double, floor: Double, ratio: Double) {
         let hot = (0..<Self.hotKeys).map { origin.url("/body/1024?k=\($0)") }
         let canned = (0..<Self.hotKeys).map { origin.url("/floor/1024?k=\($0)") }
         var hits: [Double] = [], floors: [Double] = []
@@ -150,7 +151,7 @@ struct HTTPBench {
             floors.append(requestsPerSecond(floorSession, urls: canned, callers: callers, total: total))
             if !hitFirst { hits.append(requestsPerSecond(hitSession, urls: hot, callers: callers, total: total)) }
         }
-        return (median(hits), median(floors))
+        return (median(hits), median(floors), median(zip(hits, floors).map { $0 / $1 }))
     }
 
     /// Serves `gigabytes` of 1 MB hits from a cache whose store is limited to 64 MiB, and

@@ -1,6 +1,6 @@
 // cache-bench: how close the cache is to the limit, measured side by side in one run.
 // `swift run -c release cache-bench [--quick] [--disk-hits-only] [--redis-only] [--redis-cluster-only] [--near-disk-only]
-// [--redis-variant V B N] [--statistics-only] [--http-only]` (`--redis-only` includes the near cache: its hits and its invalidation delay). Times are
+// [--redis-variant V B N] [--statistics-only] [--http-only] [--concurrency-only ROUNDS]` (`--redis-only` includes the near cache: its hits and its invalidation delay). Times are
 // medians of interleaved rounds.
 import Foundation
 #if canImport(FoundationNetworking)
@@ -151,6 +151,20 @@ if arguments.contains("--statistics-only") {
     exit(0)
 }
 
+// `--concurrency-only ROUNDS`: concurrent 1 KB hits against the floor protocol, 8 and 64
+// callers, each round's pair printed.
+if let index = arguments.firstIndex(of: "--concurrency-only"), arguments.count > index + 1, let count = Int(arguments[index + 1]) {
+    let origin = try LoopbackOrigin()
+    let http = HTTPBench(origin: origin, rounds: 1)
+    for callers in [8, 64] {
+        let pairs = (0..<count).map { _ in http.concurrentHits(callers: callers, total: 4000, rounds: 1) }
+        print("c\(callers) hit/floor per round: " + pairs.map { formatRatio($0.ratio) }.joined(separator: " ") +
+              "; median hit \(Int(median(pairs.map(\.hit))))/s, floor \(Int(median(pairs.map(\.floor))))/s")
+    }
+    origin.stop()
+    exit(0)
+}
+
 // `--redis-only`: fresh hits from a Redis store against memory and disk stores.
 if arguments.contains("--redis-only") {
     let origin = try LoopbackOrigin()
@@ -207,16 +221,16 @@ print("\n1 KB memory hits: \(formatMicros(statistics.on)) µs with statistics co
 lines.append("ratio.hit_statistics_on_over_off=\(formatRatio(statistics.on / statistics.off))")
 
 let total = quick ? 1000 : 4000
-let c8 = http.concurrentHits(callers: 8, total: total, rounds: 3)
-let c64 = http.concurrentHits(callers: 64, total: total, rounds: 3)
+let c8 = http.concurrentHits(callers: 8, total: total, rounds: quick ? 3 : 7)
+let c64 = http.concurrentHits(callers: 64, total: total, rounds: quick ? 3 : 7)
 print("\nconcurrent 1 KB hits: \(Int(c8.hit)) requests/s with 8 callers, \(Int(c64.hit)) with 64; " +
       "the floor protocol: \(Int(c8.floor)) and \(Int(c64.floor))")
 lines.append("rps.hit_c8=\(Int(c8.hit))")
 lines.append("rps.hit_c64=\(Int(c64.hit))")
 lines.append("rps.floor_c8=\(Int(c8.floor))")
 lines.append("rps.floor_c64=\(Int(c64.floor))")
-lines.append("ratio.hit_c8_over_floor_c8=\(formatRatio(c8.hit / c8.floor))")
-lines.append("ratio.hit_c64_over_floor_c64=\(formatRatio(c64.hit / c64.floor))")
+lines.append("ratio.hit_c8_over_floor_c8=\(formatRatio(c8.ratio))")
+lines.append("ratio.hit_c64_over_floor_c64=\(formatRatio(c64.ratio))")
 
 let storeDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-bench-stores-\(UUID().uuidString)")
 let diskStore = try DiskResponseStore(directory: storeDirectory.appendingPathComponent("disk"))

@@ -62,6 +62,17 @@ final class Delivery: Sendable {
         var responded = false
         /// Chunks that arrived before that, handed over right after it.
         var early: [Data] = []
+        /// Finds the task's `data(for:delegate:)` data delegate, until first asked.
+        var findSide: (@Sendable () -> Side?)?
+        var side: Side?
+    }
+
+    /// A `data(for:delegate:)` task's data delegate: Foundation's own HTTP class hands it every
+    /// chunk besides giving the completion handler the whole body, but the protocol client
+    /// hands chunks only to a session delegate's tasks, so every `didLoad` goes to it too.
+    struct Side: @unchecked Sendable {
+        let session: URLSession
+        let delegate: URLSessionDataDelegate
     }
 
     private typealias Call = (closing: Bool, call: @Sendable (Target) -> Void)
@@ -131,6 +142,12 @@ final class Delivery: Sendable {
         followed.withLock { $0 = UncheckedBox(queue) }
     }
 
+    /// Gives every body call to the data delegate `find` names (`TaskFacts.chunkDelegate`),
+    /// asked on the work queue at the first one.
+    func alsoHandChunks(_ find: @escaping @Sendable () -> Side?) {
+        state.withLock { $0.findSide = find }
+    }
+
     /// Sends the response head.
     func respond(_ response: URLResponse) {
         let box = UncheckedBox(response)
@@ -157,9 +174,7 @@ final class Delivery: Sendable {
             return true
         }
         if direct { return }
-        send(closing: false) { target in
-            target.client.urlProtocol(target.urlProtocol, didLoad: data)
-        }
+        send(closing: false) { [self] target in didLoad(data, target) }
     }
 
     /// Runs `work` on the work queue after every call sent before it has reached the client
@@ -180,9 +195,9 @@ final class Delivery: Sendable {
     /// data for completion-handler callers on Linux), finish.
     func deliver(_ response: URLResponse, body: Data) {
         let box = UncheckedBox(response)
-        send(closing: true) { target in
+        send(closing: true) { [self] target in
             target.client.urlProtocol(target.urlProtocol, didReceive: box.value, cacheStoragePolicy: .notAllowed)
-            if !body.isEmpty { target.client.urlProtocol(target.urlProtocol, didLoad: body) }
+            if !body.isEmpty { didLoad(body, target) }
             target.client.urlProtocolDidFinishLoading(target.urlProtocol)
         }
     }
@@ -237,10 +252,31 @@ final class Delivery: Sendable {
     /// task running: `stopLoading` (and so Foundation's own end of the task) waits for it.
     private static func hand(_ data: Data, to stream: Stream) {
         guard let delegate = stream.session.delegate as? URLSessionDataDelegate else { return }
-        let box = UncheckedBox((stream.session, stream.task, delegate))
-        stream.session.delegateQueue.addOperation {
+        hand(data, to: delegate, of: stream.task, in: stream.session)
+    }
+
+    private static func hand(_ data: Data, to delegate: URLSessionDataDelegate, of task: URLSessionDataTask, in session: URLSession) {
+        let box = UncheckedBox((session, task, delegate))
+        session.delegateQueue.addOperation {
             box.value.2.urlSession(box.value.0, dataTask: box.value.1, didReceive: data)
         }
+    }
+
+    /// On the work queue: the client's `didLoad`, then the same bytes to a `data(for:delegate:)`
+    /// data delegate, as Foundation's own HTTP class hands them (after the response, which the
+    /// client has queued for it already).
+    private func didLoad(_ data: Data, _ target: Target) {
+        target.client.urlProtocol(target.urlProtocol, didLoad: data)
+        let find = state.withLock { state -> (@Sendable () -> Side?)? in
+            defer { state.findSide = nil }
+            return state.findSide
+        }
+        if let find {
+            let found = find()
+            state.withLock { $0.side = found }
+        }
+        guard let side = state.withLock({ $0.side }), let task = target.task as? URLSessionDataTask else { return }
+        Self.hand(data, to: side.delegate, of: task, in: side.session)
     }
 
     /// Runs `body`, whose calls wait until it returns and then reach the work queue in one

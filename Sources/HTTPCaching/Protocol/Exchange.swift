@@ -82,7 +82,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// A caller's exchange, made in `startLoading`; `begin()` starts it.
     convenience init(request: URLRequest, task: URLSessionTask?, session: URLSession?, binding: ProtocolBinding, delivery: Delivery) {
-        let caller = Caller(delivery: delivery, facts: task.map { TaskFacts(task: $0, session: session) })
+        let facts = task.map { TaskFacts(task: $0, session: session) }
+        if let facts { delivery.alsoHandChunks { facts.chunkDelegate() } }
+        let caller = Caller(delivery: delivery, facts: facts)
         var request = request
         if request.cachePolicy == .useProtocolCachePolicy && binding.sessionCachePolicy != .useProtocolCachePolicy {
             request.cachePolicy = binding.sessionCachePolicy

@@ -63,6 +63,18 @@ final class TaskFacts: @unchecked Sendable {
         return lock.withLock { registration?.storingDelegate } as? URLSessionDataDelegate
     }
 
+    /// The data delegate given to `data(for:delegate:)` (or an upload method's), which
+    /// Foundation's own HTTP class hands every chunk; nil for any other task. Reads the
+    /// registration only for a task an async method made. Call it on the task's work queue.
+    func chunkDelegate() -> Delivery.Side? {
+        guard TaskIntrospection.isMadeByAsyncMethod(task) else { return nil }
+        load()
+        return lock.withLock {
+            guard let session = knownSession, let delegate = registration?.chunkDelegate else { return nil }
+            return Delivery.Side(session: session, delegate: delegate)
+        }
+    }
+
     /// The delegate Foundation would ask about the task's redirects, challenges and body stream.
     func delegate(onWorkQueue: Bool) -> URLSessionTaskDelegate? { registered(onWorkQueue: onWorkQueue).delegate }
 

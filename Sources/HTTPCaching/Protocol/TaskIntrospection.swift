@@ -36,6 +36,12 @@ enum TaskIntrospection {
         return queue
     }
 
+    /// Whether the task was made by an async method (`data(for:)`, `upload(for:from:)`, with or
+    /// without a delegate), which completes it inline; true when it cannot be read.
+    static func isMadeByAsyncMethod(_ task: URLSessionTask) -> Bool {
+        storedValue(named: "_callCompletionHandlerInline", in: task) as? Bool ?? true
+    }
+
     /// The file Foundation's own HTTP class writes a download task's body to (its lazily made
     /// `tempFileURL`), once made; nil before, or when it cannot be read.
     static func downloadFile(of foundationProtocol: URLProtocol) -> URL? {
@@ -103,6 +109,9 @@ enum TaskIntrospection {
         /// first, as Darwin asks a task's own delegate first.
         var storingDelegate: URLSessionTaskDelegate?
         var progressDelegate: URLSessionTaskDelegate?
+        /// A data task's data delegate given to `data(for:delegate:)` (or an upload method's):
+        /// Foundation's own HTTP class hands it every chunk.
+        var chunkDelegate: URLSessionDataDelegate?
     }
 
     /// The task's registration, in one read of the registry (`delivery(of:session:)` reads it
@@ -121,6 +130,7 @@ enum TaskIntrospection {
         case "dataCompletionHandlerWithTaskDelegate":
             registration.delivery = .whole
             registration.progressDelegate = givenDelegate(behaviour)
+            registration.chunkDelegate = task is URLSessionDataTask ? givenDelegate(behaviour) as? URLSessionDataDelegate : nil
         default:
             break
         }

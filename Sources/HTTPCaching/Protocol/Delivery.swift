@@ -165,6 +165,9 @@ final class Delivery: Sendable {
             guard let target = state.target, let task = target.task else { return true }
             switch task.state {
             case .running where state.responded:
+                // Chunks held while the task was suspended go first: `resume()` makes the task
+                // run at once, but its own hand-over comes later, on the work queue.
+                Self.handOverEarly(&state)
                 Self.hand(data, to: stream)
             case .running, .suspended:
                 state.early.append(data) // handed over after the response, or on resuming
@@ -223,12 +226,9 @@ final class Delivery: Sendable {
     /// waited meanwhile goes out now, in order.
     func resume() {
         let calls = state.withLock { state -> Bool in
-            guard state.target != nil, !state.scheduled else { return false }
-            if let stream = state.stream, state.responded {
-                for chunk in state.early { Self.hand(chunk, to: stream) }
-                state.early = []
-            }
-            if state.waiting.isEmpty { return false }
+            guard state.target != nil else { return false }
+            Self.handOverEarly(&state)
+            if state.scheduled || state.waiting.isEmpty { return false }
             state.scheduled = true
             return true
         }
@@ -240,11 +240,18 @@ final class Delivery: Sendable {
     private func handOverEarlyChunks() {
         guard workQueue != nil else { return } // no stream without the work queue
         state.withLock { state in
-            guard let stream = state.stream else { return }
+            guard state.stream != nil else { return }
             state.responded = true
-            for chunk in state.early { Self.hand(chunk, to: stream) }
-            state.early = []
+            Self.handOverEarly(&state)
         }
+    }
+
+    /// Under the lock: the chunks held back, in order, once the response has reached the
+    /// client (after it, chunks go to the delegate directly).
+    private static func handOverEarly(_ state: inout State) {
+        guard let stream = state.stream, state.responded else { return }
+        for chunk in state.early { hand(chunk, to: stream) }
+        state.early = []
     }
 
     /// What the client does with a chunk for a delegate-based task: the delegate's
@@ -369,6 +376,7 @@ final class Delivery: Sendable {
         switch current.task?.state ?? .running {
         case .running:
             if closing {
+                handOverEarly(&state) // the end comes after every chunk
                 state.target = nil
                 state.early = []
             }

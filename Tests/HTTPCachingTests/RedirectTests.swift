@@ -178,4 +178,34 @@ extension RedirectTests {
         #expect(outcome.errorCode == NSURLErrorHTTPTooManyRedirects)
         #expect(probe.value.redirects.first?.request.url?.path == "/dir")
     }
+
+    @Test("a redirect status without Location ends, as without the cache: a delegate task and a request with a body (which the cache forwards chunk by chunk) no longer wait forever",
+          arguments: [301, 302, 303, 307, 308])
+    func redirectWithoutLocation(status: Int) async throws {
+        let h = try Harness()
+        h.origin.route("/nowhere", response: .init(status: status, headers: [("Content-Type", "text/plain")], text: "no location"))
+        var posted = URLRequest(url: h.origin.url("/nowhere"))
+        posted.httpMethod = "POST"
+        posted.httpBody = Data("payload".utf8)
+        let seen = try await h.sideBySide { session in
+            var lines: [String] = []
+            let result = await fetchOutcome(session, posted, timeout: 10)
+            switch result {
+            case .success(let fetched)?: lines.append("POST \(fetched.response.statusCode) \(fetched.data.count) bytes")
+            case .failure(let error)?: lines.append("POST failed \((error as NSError).code)")
+            case nil: lines.append("POST never ended")
+            }
+            return lines
+        }
+        #expect(seen[true] == seen[false])
+        #expect(seen[false] == ["POST \(status) 0 bytes"])
+        for caching in [false, true] {
+            let probe = ProbeDelegate()
+            let session = h.session(caching: caching, probe)
+            defer { session.finishTasksAndInvalidate() }
+            session.dataTask(with: h.origin.url("/nowhere")).resume()
+            let state = await probe.finished(timeout: 10)
+            #expect(state != nil && state?.error == nil, "caching \(caching): the task ends, without an error")
+        }
+    }
 }

@@ -165,6 +165,8 @@ final class ForwardingSession: Sendable {
             var stream: UncheckedBox<InputStream>?
             /// Its body is a stream: asked again, the new stream the observer answers is used.
             var rewinds = false
+            /// Whether its final response head was reported.
+            var headReported = false
         }
 
         private let entries = Mutex<[Int: Entry]>([:])
@@ -193,7 +195,11 @@ final class ForwardingSession: Sendable {
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
             if let http = response as? HTTPURLResponse, http.statusCode == 101 || !(100..<200).contains(http.statusCode) {
-                observer(dataTask.taskIdentifier)?.forwardReceived(http, from: dataTask.taskIdentifier)
+                let observer = entries.withLock { entries -> (any ForwardObserver)? in
+                    entries[dataTask.taskIdentifier]?.headReported = true
+                    return entries[dataTask.taskIdentifier]?.observer
+                }
+                observer?.forwardReceived(http, from: dataTask.taskIdentifier)
             }
             completionHandler(.allow)
         }
@@ -202,8 +208,16 @@ final class ForwardingSession: Sendable {
             observer(dataTask.taskIdentifier)?.forwardReceived(data, from: dataTask.taskIdentifier)
         }
 
+        /// The end. A redirect status without a usable `Location` ends with no head reported
+        /// (Foundation 6.3.1 holds a 3xx head back while it decides to follow it, then never
+        /// reports it): the task's response is reported first, its body empty, as Foundation
+        /// hands it to a completion handler.
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            take(task.taskIdentifier)?.observer.forwardCompleted(task.taskIdentifier, error: error)
+            guard let entry = take(task.taskIdentifier) else { return }
+            if error == nil, !entry.headReported, let http = task.response as? HTTPURLResponse {
+                entry.observer.forwardReceived(http, from: task.taskIdentifier)
+            }
+            entry.observer.forwardCompleted(task.taskIdentifier, error: error)
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,

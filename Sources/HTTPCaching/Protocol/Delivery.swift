@@ -55,7 +55,7 @@ final class Delivery: Sendable {
         var waiting: [Call] = []
         /// Whether a block to run them is on the work queue.
         var scheduled = false
-        /// Open `together` calls: calls wait, and one block is scheduled when the last closes.
+        /// Open holds (`hold()`): calls wait, and one block is scheduled when the last ends.
         var gathering = 0
         var stream: Stream?
         /// Whether the response has reached the client (chunks may follow it directly).
@@ -286,12 +286,15 @@ final class Delivery: Sendable {
         Self.hand(data, to: side.delegate, of: task, in: side.session)
     }
 
-    /// Runs `body`, whose calls wait until it returns and then reach the work queue in one
-    /// block: an answer that arrives whole (head, body and end in one callback) costs the work
-    /// queue one wake-up, not one for its head and another for the rest.
-    func together(_ body: () -> Void) {
+    /// Holds the calls made from now on until `release()`, which takes them to the work queue
+    /// in one block: an answer reported whole (head, body and end) costs the work queue one
+    /// wake-up, not one for its head and another for the rest. Holds nest.
+    func hold() {
         state.withLock { $0.gathering += 1 }
-        body()
+    }
+
+    /// Ends a `hold()`: when the last ends, one block takes every call waiting to the work queue.
+    func release() {
         let schedule = state.withLock { state -> Bool in
             state.gathering -= 1
             guard state.gathering == 0, !state.scheduled, !state.waiting.isEmpty else { return false }

@@ -140,7 +140,15 @@ extension Exchange {
 
     func forwardTogether(_ reports: () -> Void) {
         guard let caller else { return reports() }
-        caller.delivery.together(reports)
+        caller.delivery.hold()
+        reports()
+        caller.delivery.release()
+    }
+
+    func forwardHold() -> (@Sendable () -> Void)? {
+        guard let delivery = caller?.delivery else { return nil }
+        delivery.hold()
+        return { delivery.release() }
     }
 
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64) {

@@ -16,6 +16,9 @@ protocol ForwardObserver: AnyObject, Sendable {
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64)
     /// Runs `reports`, an answer reported whole, so that what it leads to goes out together.
     func forwardTogether(_ reports: () -> Void)
+    /// Holds what goes out to the caller until the returned closure is called; nil when
+    /// nothing is held.
+    func forwardHold() -> (@Sendable () -> Void)?
     /// The body is to be sent again (libcurl retries on a new connection when a reused one
     /// died): `answer` what the caller's delegate gives (used for a stream body only), or nil.
     func forwardNeedsNewBodyStream(_ task: Int, answer: @escaping @Sendable (InputStream?) -> Void)
@@ -77,6 +80,7 @@ final class ForwardingSession: Sendable {
             let session = URLSession(configuration: state.configuration, delegate: router, delegateQueue: queue)
             state.session = session
             state.transferQueue = TaskIntrospection.transferQueue(of: session)
+            router.transferQueue.withLock { $0 = UncheckedBox(state.transferQueue) }
             return session
         }
     }
@@ -170,6 +174,8 @@ final class ForwardingSession: Sendable {
         }
 
         private let entries = Mutex<[Int: Entry]>([:])
+        /// The session's transfer queue (`ForwardingSession.transferQueue`).
+        let transferQueue = Mutex(UncheckedBox<DispatchQueue?>(nil))
 
         /// Reports `task` to `observer`; a streamed upload gets `stream` when it asks for its body.
         func observe(_ task: Int, _ observer: any ForwardObserver, whole: Bool = false, stream: InputStream? = nil, rewinds: Bool = false) {
@@ -199,9 +205,22 @@ final class ForwardingSession: Sendable {
                     entries[dataTask.taskIdentifier]?.headReported = true
                     return entries[dataTask.taskIdentifier]?.observer
                 }
+                let release = observer?.forwardHold()
                 observer?.forwardReceived(http, from: dataTask.taskIdentifier)
+                if let release { releaseAfterTheRead(release, delegateQueue: session.delegateQueue) }
             }
             completionHandler(.allow)
+        }
+
+        /// Lets the head go to the caller once the socket read that brought it has ended and
+        /// this queue has taken what that read reported after it: a body that came with its
+        /// head, and the end, go out with it, so the caller's task has ended by the time its
+        /// delegate hears of the response, as with Foundation's own class (a `cancel()` there
+        /// then changes nothing).
+        private func releaseAfterTheRead(_ release: @escaping @Sendable () -> Void, delegateQueue: OperationQueue) {
+            guard let transfer = transferQueue.withLock({ $0.value }) else { return delegateQueue.addOperation(release) }
+            let queue = UncheckedBox(delegateQueue)
+            transfer.async { queue.value.addOperation(release) }
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

@@ -73,6 +73,11 @@ struct DirectiveTableTests {
         Row("max-stale does not override must-revalidate", response: ["Cache-Control": "max-age=100, must-revalidate", "ETag": tag], request: ["Cache-Control": "max-stale"], age: 150, "revalidate"),
         Row("only-if-cached: fresh is served", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "only-if-cached"], age: 50, "fresh"),
         Row("only-if-cached: nothing usable is 504", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "only-if-cached"], age: 150, "unsatisfiable"),
+        Row("only-if-cached: a stale-while-revalidate entry is served stale, never refreshed", response: ["Cache-Control": "max-age=10, stale-while-revalidate=100"], request: ["Cache-Control": "only-if-cached"], age: 50, "stale-no-refresh"),
+        Row("only-if-cached: a range of a stale entry is served from it", response: ["Cache-Control": "max-age=10, stale-while-revalidate=100"], request: ["Cache-Control": "only-if-cached", "Range": "bytes=0-1"], age: 50, "stale-no-refresh-range(0-0)"),
+        Row("only-if-cached with the caller's own conditional: not answered, never sent", response: ["Cache-Control": "max-age=100", "ETag": tag], request: ["Cache-Control": "only-if-cached", "If-None-Match": tag], age: 10, "unsatisfiable"),
+        Row("cache-only with the caller's own conditional: not answered, never sent", request: ["If-None-Match": tag], age: 10, policy: .cacheOnly, "unsatisfiable"),
+        Row("request min-fresh: a stale-while-revalidate entry is validated, never served stale", response: ["Cache-Control": "max-age=100, stale-while-revalidate=1000", "ETag": tag], request: ["Cache-Control": "min-fresh=95"], age: 10, "revalidate+fallback"),
         Row("request no-store: served from the store, the answer not stored", response: ["Cache-Control": "max-age=100"], request: ["Cache-Control": "no-store"], age: 150, "fetch+fallback+nostore"),
         Row("two-tier honours the origin's no-cache: revalidated before each use, no fallback", response: ["Cache-Control": "no-cache", "ETag": tag], age: 30, policy: .twoTier, "revalidate"),
         Row("two-tier honours must-revalidate: fresh within the window", response: ["Cache-Control": "must-revalidate"], age: 30, policy: .twoTier, "fresh"),
@@ -82,6 +87,8 @@ struct DirectiveTableTests {
         Row("two-tier honours request max-age", request: ["Cache-Control": "max-age=10"], age: 30, policy: .twoTier, "fetch+fallback"),
         Row("two-tier honours request no-cache", response: ["ETag": tag], request: ["Cache-Control": "no-cache"], age: 1, policy: .twoTier, "revalidate+fallback"),
         Row("two-tier honours only-if-cached past the usable window", request: ["Cache-Control": "only-if-cached"], age: 5000, policy: .twoTier, "unsatisfiable"),
+        Row("two-tier: only-if-cached serves a usable stale entry without refreshing it", request: ["Cache-Control": "only-if-cached"], age: 120, policy: .twoTier, "stale-no-refresh"),
+        Row("two-tier honours min-fresh: validated, not served stale", response: ["ETag": tag], request: ["Cache-Control": "min-fresh=55"], age: 10, policy: .twoTier, "revalidate+fallback"),
         Row("two-tier honours max-stale past the usable window", request: ["Cache-Control": "max-stale"], age: 5000, policy: .twoTier, "stale"),
         Row("network-only never reads the store", response: ["Cache-Control": "max-age=100"], age: 1, policy: .networkOnly, "bypass"),
         Row("cache-first serves any age, no refresh", age: 1e8, policy: .cacheFirst, "stale-no-refresh"),
@@ -213,5 +220,17 @@ struct DirectiveTableTests {
         #expect(merged.generation != entry.generation)
         #expect(Validation.conditionalHeaders(for: entry) == ["If-None-Match": "\"1\""])
         #expect(Validation.conditionalHeaders(for: CacheDecisionTests.entry(headers: ["Last-Modified": "x"])) == ["If-Modified-Since": "x"])
+    }
+
+    @Test("only-if-cached: a HEAD on a stale entry is answered from it, never sent")
+    func headOnlyIfCached() {
+        let configuration = CacheConfiguration(windows: .test(fresh: 60, usable: 3600), policy: .twoTier)
+        var request = CacheDecisionTests.request(headers: ["Cache-Control": "only-if-cached"])
+        request.httpMethod = "HEAD"
+        let entry = CacheDecisionTests.entry(headers: [:])
+        #expect(outcome(CacheDecisionTests.decide(request, entry: entry, age: 120, configuration: configuration)) == "stale-no-refresh-head")
+        request.setValue(nil, forHTTPHeaderField: "Cache-Control")
+        #expect(outcome(CacheDecisionTests.decide(request, entry: entry, age: 120, configuration: configuration)) != "stale-no-refresh-head",
+                "without it, a stale HEAD goes out")
     }
 }

@@ -172,6 +172,12 @@ extension CacheDecision {
         }
         if policy == .networkOnly { return .decided(Evaluation(.forward(.bypass(.bypass)), policy: policy, .networkOnlyPolicy)) }
         if let name = conditionalRequestHeaders.first(where: { headers.value($0) != nil }) {
+            // The caller's own conditional request goes to the origin as it is, unless it may
+            // not reach the network: it is then not answered (the cache does not evaluate
+            // another party's conditions).
+            if policy == .cacheOnly || CacheControl(headers.value("Cache-Control"), pragma: nil).has("only-if-cached") {
+                return .decided(Evaluation(.fail(.notCached), policy: policy, .notCachedAndNoNetwork))
+            }
             return .decided(Evaluation(.forward(.bypass(.bypass, passThrough: true)), policy: policy, .conditionalRequest(field: name)))
         }
         let isCredentialed = credentialed ?? !configuration.effectivePartitioning.inputs(headers).isEmpty
@@ -273,10 +279,14 @@ extension CacheDecision {
         switch judged.verdict.kind {
         case .fresh, .stale:
             let status: CacheStatus = judged.verdict == .fresh ? .fresh : .stale
-            if facts.method == "HEAD" && status == .stale {
+            // `only-if-cached` (or cache-only): a stored answer, whatever it is, or none; never
+            // the network, not even a refresh (RFC 9111 5.2.1.7).
+            if facts.method == "HEAD" && status == .stale && !facts.onlyIfCached {
                 return Evaluation(.forward(headOrRangeForward(ForwardPlan(status: .expired, reason: .stale))), .headOnlyWhileFresh)
             }
-            guard let form = serveForm(method: facts.method, range: facts.range, entry: entry), status == .fresh || facts.range == nil else {
+            guard let form = serveForm(method: facts.method, range: facts.range, entry: entry),
+                  status == .fresh || facts.range == nil || facts.onlyIfCached else {
+                if facts.onlyIfCached { return Evaluation(.fail(.notCached), .mustReachOriginButNoNetwork) }
                 // RFC 9211: a fresh entry the range cannot use is `request`; a stale one, `stale`.
                 let validate = status == .stale && facts.storesParts && Validation.hasValidator(entry) && !facts.neverValidates
                 let plan = ForwardPlan(status: .expired, reason: status == .fresh ? .request : .stale, validate: validate,
@@ -284,7 +294,7 @@ extension CacheDecision {
                 return Evaluation(.forward(facts.adjusted(plan)), .rangeOnlyFromFreshEntry)
             }
             return Evaluation(.serve(ServePlan(status: status, age: judged.servedAge, ttl: judged.ttl,
-                                               refresh: judged.verdict == .stale, form: form)))
+                                               refresh: judged.verdict == .stale && !facts.onlyIfCached, form: form)))
         case .revalidate, .network:
             if facts.onlyIfCached { return Evaluation(.fail(.notCached), .mustReachOriginButNoNetwork) }
             var reason = ForwardReason.stale

@@ -141,8 +141,10 @@ enum CacheDecision {
             staleLimit = min(staleLimit, maxAge)
         }
         if let minFresh = directives.seconds("min-fresh") {
+            // The client wants an answer still fresh for that long (RFC 9111 5.2.1.3): one that
+            // is not is validated, never served stale in the meantime.
             freshLimit -= minFresh
-            staleLimit -= minFresh
+            staleLimit = freshLimit
         }
         if age < freshLimit { return .fresh }
         if mustRevalidate { return .revalidate }

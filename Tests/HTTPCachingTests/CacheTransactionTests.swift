@@ -246,6 +246,19 @@ struct CacheTransactionTests {
                 "a 304 to the unconditional retry is a bad answer: the entry is a fallback, never updated")
     }
 
+    @Test("a 304 that adds a Vary: the updated entry names this request's value for it, so it answers the next such request")
+    func notModifiedAddsVary() {
+        var request = URLRequest(url: Self.url)
+        request.setValue("a", forHTTPHeaderField: "X-V")
+        var transaction = Self.transaction(request)
+        _ = transaction.start(entry: Self.entry(age: 4000), now: Self.t0)
+        let revalidated = transaction.head(Self.head(304, ["ETag": "\"v1\"", "Vary": "X-V"]), now: Self.t0)
+        #expect(Self.names(revalidated) == ["store(old, variant)", "store(old)", "served(revalidated)", "serve(old, revalidated)"])
+        for case .store(let stored) in revalidated {
+            #expect(Vary.matches(stored, RequestHeaders(request)), "\(stored.key)")
+        }
+    }
+
     @Test("a 304 or 206 the cache did not ask for is a bad answer: fallback where allowed, else passed through unstored (to the cache's own conditional, an error), never a removal")
     func unexpectedAnswers() {
         for status in [304, 206] {

@@ -24,6 +24,8 @@ extension CacheTransaction {
                                       now: now)
         merged.usefulUntil = CacheDecision.usefulUntil(merged, configuration: context.configuration)
         merged.key = storageKey(merged.header) // a 304 may change the No-Vary-Search
+        // ... and the `Vary`: the entry then names the values this request has for it.
+        merged.varyValues = Vary.values(names: Vary.names(merged.header("Vary")), headers: context.headers)
         if isRefresh { return storing(merged, replacing: entry) + [.finish, .emit(.refreshed(bodyChanged: false))] }
         let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
         let disposition = Disposition(status: .revalidated, forward: pending.plan.reason, forwardStatus: 304, stored: true,

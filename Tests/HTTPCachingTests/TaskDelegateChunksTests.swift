@@ -22,7 +22,7 @@ import Testing
         let whole = await given.wait { $0.byteCount >= data.count && $0.response != nil }
         let seen = given.value
         let sessionBytes = sessionProbe?.value.byteCount ?? 0
-        return "\(status) given: response \(seen.response?.statusCode ?? 0), \(seen.byteCount) bytes, " +
+        return "\(status) given: response \(seen.response?.statusCode ?? 0) first \(seen.order.first == "response"), \(seen.byteCount) bytes, " +
             "same as awaited \(whole && seen.data == data), session delegate \(sessionBytes) bytes"
     }
 

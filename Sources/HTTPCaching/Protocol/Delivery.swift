@@ -378,8 +378,8 @@ final class Delivery: Sendable {
         guard let current = state.target else { return .closed }
         switch current.task?.state ?? .running {
         case .running:
+            handOverEarly(&state) // every call, the end and a delegate question, comes after every chunk
             if closing {
-                handOverEarly(&state) // the end comes after every chunk
                 state.target = nil
                 state.early = []
             }

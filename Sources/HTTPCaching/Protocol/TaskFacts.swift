@@ -68,11 +68,11 @@ final class TaskFacts: @unchecked Sendable {
     /// registration only for a task an async method made. Call it on the task's work queue.
     func chunkDelegate() -> Delivery.Side? {
         guard TaskIntrospection.isMadeByAsyncMethod(task) else { return nil }
-        load()
-        return lock.withLock {
-            guard let session = knownSession, let delegate = registration?.chunkDelegate else { return nil }
-            return Delivery.Side(session: session, delegate: delegate)
-        }
+        let (known, session) = lock.withLock { (registration.map { $0.chunkDelegate }, knownSession) }
+        // A hit answered at once has read nothing yet: the one delegate alone, not all of `load()`.
+        guard let session = session ?? TaskIntrospection.session(of: task),
+              let delegate = known ?? TaskIntrospection.chunkDelegate(of: task, session: session) else { return nil }
+        return Delivery.Side(session: session, delegate: delegate)
     }
 
     /// The delegate Foundation would ask about the task's redirects, challenges and body stream.

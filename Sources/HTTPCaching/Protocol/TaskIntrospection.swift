@@ -121,6 +121,7 @@ enum TaskIntrospection {
             return Registration(delivery: nil, delegate: task.delegate, storingDelegate: task.delegate, progressDelegate: task.delegate)
         }
         var registration = Registration()
+        let given = givenDelegate(behaviour) // two Mirror walks: once
         switch behaviour.name {
         case "callDelegate":
             registration.delivery = session.delegate is URLSessionDataDelegate ? .delegate : .whole
@@ -129,14 +130,21 @@ enum TaskIntrospection {
             registration.delivery = .whole
         case "dataCompletionHandlerWithTaskDelegate":
             registration.delivery = .whole
-            registration.progressDelegate = givenDelegate(behaviour)
-            registration.chunkDelegate = task is URLSessionDataTask ? givenDelegate(behaviour) as? URLSessionDataDelegate : nil
+            registration.progressDelegate = given
+            registration.chunkDelegate = task is URLSessionDataTask ? given as? URLSessionDataDelegate : nil
         default:
             break
         }
-        registration.delegate = task.delegate ?? givenDelegate(behaviour)
-        registration.storingDelegate = givenDelegate(behaviour) ?? task.delegate
+        registration.delegate = task.delegate ?? given
+        registration.storingDelegate = given ?? task.delegate
         return registration
+    }
+
+    /// The data delegate given to `data(for:delegate:)` (or an upload method's) for a data
+    /// task, read alone: one registry lookup, no more (what a hit needs).
+    static func chunkDelegate(of task: URLSessionTask, session: URLSession) -> URLSessionDataDelegate? {
+        guard task is URLSessionDataTask, let behaviour = behaviour(of: task, session: session) else { return nil }
+        return givenDelegate(behaviour) as? URLSessionDataDelegate
     }
 
     /// The name of the behaviour the session registered for a task (its enum case), and the

@@ -307,4 +307,29 @@ struct HostileOriginTests {
         #expect(second.status == .fresh && second.text == "v2")
         #expect(second.response.value(forHTTPHeaderField: "X-Version") == "2", "the newer entry's headers, never the older one's")
     }
+
+    @Test("Connection naming Vary or Cache-Control: never stored, so each request gets its own answer, as without the cache",
+          arguments: ["vary", "Cache-Control"])
+    func connectionNamesCachingField(named: String) async throws {
+        let h = try Harness()
+        h.origin.route("/v") { request, hit in
+            .init(headers: [("Cache-Control", named == "vary" ? "max-age=60" : "no-cache"), ("Vary", "Accept"),
+                            ("ETag", "\"\(hit)\""), ("Connection", named)],
+                  text: "accept=\(request.header("Accept") ?? "-")")
+        }
+        let seen = try await h.sideBySide { session in
+            var lines: [String] = []
+            for accept in ["a", "b", "b"] {
+                var request = URLRequest(url: h.origin.url("/v"))
+                request.setValue(accept, forHTTPHeaderField: "Accept")
+                let (data, _) = try await session.data(for: request)
+                h.clock.advance(by: 1)
+                lines.append(String(decoding: data, as: UTF8.self))
+            }
+            return lines
+        }
+        #expect(seen[true] == seen[false])
+        #expect(seen[true] == ["accept=a", "accept=b", "accept=b"])
+        #expect(h.origin.requestCount("/v") == 6, "every request reached the origin, with the cache too")
+    }
 }

@@ -20,6 +20,10 @@ struct NotStoredEventTests {
     static let cases: [Case] = [
         Case(status: 200, headers: [("Cache-Control", "no-store")], reason: .responseNoStore),
         Case(status: 200, headers: [("Vary", "*")], reason: .varyStar),
+        Case(status: 200, headers: [("Cache-Control", "max-age=60"), ("Vary", "Accept"), ("Connection", "vary")],
+             reason: .connectionNamesCachingField("vary")),
+        Case(status: 200, headers: [("Cache-Control", "no-cache"), ("Connection", "Cache-Control")],
+             reason: .connectionNamesCachingField("cache-control")),
         Case(status: 200, headers: [("Set-Cookie", "session=1")], reason: .setsCookie),
         Case(status: 500, headers: [], reason: .status(500)),
         Case(status: 299, headers: [("Cache-Control", "max-age=60, must-understand")], reason: .statusNotUnderstood(299)),

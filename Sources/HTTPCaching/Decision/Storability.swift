@@ -10,7 +10,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case method(String), status(Int), responseNoStore, requestNoStore, statusNotUnderstood(Int), varyStar, setsCookie
         case credentials, tooLarge(bytes: Int, limit: Int), declinedByCacher, declinedByDelegate, memoryOnly, passThrough
         case bodyTooLargeToKey(bytes: Int, limit: Int)
-        case unusablePart(String), tooManySpans(limit: Int)
+        case unusablePart(String), tooManySpans(limit: Int), connectionNamesCachingField(String)
     }
 
     let value: Value
@@ -54,12 +54,15 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
     /// Combined with the parts stored, a 206 would leave more than `maxPartialSpans` spans:
     /// it is not stored, and the stored parts stay.
     public static func tooManySpans(limit: Int) -> Self { Self(value: .tooManySpans(limit: limit)) }
+    /// `Connection` names a field the cache decides by (`Vary`, `Cache-Control`, ...): stored
+    /// without it (as hop-by-hop fields are), the entry would be reused where the origin said not.
+    public static func connectionNamesCachingField(_ field: String) -> Self { Self(value: .connectionNamesCachingField(field)) }
 
     /// The reason's name, the same for every value of it: `method`, `status`,
     /// `responseNoStore`, `requestNoStore`, `statusNotUnderstood`, `varyStar`, `setsCookie`,
     /// `credentials`, `tooLarge`, `declinedByCacher`, `declinedByDelegate`, `memoryOnly`,
-    /// `passThrough`, `bodyTooLargeToKey`, `unusablePart` or `tooManySpans`; later versions may
-    /// add more.
+    /// `passThrough`, `bodyTooLargeToKey`, `unusablePart`, `tooManySpans` or
+    /// `connectionNamesCachingField`; later versions may add more.
     public var name: String {
         switch value {
         case .method: "method"
@@ -69,6 +72,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .bodyTooLargeToKey: "bodyTooLargeToKey"
         case .unusablePart: "unusablePart"
         case .tooManySpans: "tooManySpans"
+        case .connectionNamesCachingField: "connectionNamesCachingField"
         default: "\(value)"
         }
     }
@@ -93,6 +97,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
             "the request's body (\(bytes) bytes) is larger than bodyKeying.maxBodySize (\(limit) bytes), so it is not keyed"
         case .unusablePart(let detail): "the 206 cannot be stored as a part: \(detail)"
         case .tooManySpans(let limit): "combined with the parts stored, the 206 would leave more than \(limit) spans (maxPartialSpans)"
+        case .connectionNamesCachingField(let field): "Connection names \(field), which the cache decides by"
         }
     }
 
@@ -115,6 +120,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .bodyTooLargeToKey: "not-stored-body-too-large-to-key"
         case .unusablePart: "not-stored-unusable-part"
         case .tooManySpans: "not-stored-too-many-spans"
+        case .connectionNamesCachingField: "not-stored-connection-field"
         }
     }
 }
@@ -149,6 +155,7 @@ enum Storability {
             return .status(status)
         }
         if Vary.names(response.header("Vary")).contains("*") { return .varyStar }
+        if let field = connectionNamed(response).first(where: cachingFields.contains) { return .connectionNamesCachingField(field) }
         if !configuration.storesResponsesSettingCookies && response.header("Set-Cookie") != nil { return .setsCookie }
         if credentialed && !configuration.storesCredentialedResponses { return .credentials }
         return nil
@@ -163,12 +170,19 @@ enum Storability {
     /// fields `Connection` names, and the cache's status fields; without `Set-Cookie` unless
     /// the configuration stores responses that set cookies.
     static func storedHeaders(of response: ResponseHead, keepingCookies: Bool) -> [String: String] {
-        let named = Set((response.header("Connection") ?? "")
-            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+        let named = Set(connectionNamed(response))
         return response.headers.filter { name, _ in
             let lower = name.lowercased()
             if lower == "set-cookie" && !keepingCookies { return false }
             return !unstoredHeaders.contains(lower) && !named.contains(lower)
         }
     }
+
+    /// The fields `Connection` names, lowercased.
+    static func connectionNamed(_ response: ResponseHead) -> [String] {
+        (response.header("Connection") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+    }
+
+    /// Fields the cache reads to decide reuse: a response whose `Connection` names one is not stored.
+    static let cachingFields: Set<String> = ["cache-control", "pragma", "expires", "vary", "age", "date", "last-modified", "etag"]
 }

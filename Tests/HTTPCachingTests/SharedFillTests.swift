@@ -62,4 +62,22 @@ struct SharedFillTests {
         defer { server.stop() }
         try fleet(store: "redis://127.0.0.1:\(server.port)")
     }
+
+    @Test("a disk store that cannot record a claim (its claims folder is a file): the miss goes to the origin at once, never waits out the lease")
+    func claimThatCannotBeRecorded() async throws {
+        let directory = TemporaryDirectory()
+        var configuration = CacheConfiguration()
+        configuration.sharedFillLease = 2
+        let h = try Harness(configuration: configuration, store: DiskResponseStore(directory: directory.url))
+        h.origin.route("/a", response: .init(headers: [("Cache-Control", "max-age=60")], text: "a"))
+        h.origin.route("/b", response: .init(headers: [("Cache-Control", "max-age=60")], text: "b"))
+        #expect(try await h.get("/a").status == .miss)
+        let claims = directory.url.appendingPathComponent("claims")
+        try FileManager.default.removeItem(at: claims)
+        try Data("not a folder".utf8).write(to: claims)
+        let result = try await h.get("/b")
+        #expect(result.status == .miss && result.text == "b")
+        #expect(h.recorder.count(.waitingForSharedFill) == 0, "no wait for a claim nobody holds")
+        #expect(h.origin.requestCount("/b") == 1)
+    }
 }

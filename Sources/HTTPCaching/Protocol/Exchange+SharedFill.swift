@@ -45,7 +45,12 @@ extension Exchange {
             readable = found.otherVariant
         }
         let claim = hop.key.sharedFillClaim
-        if readable != nil, cache.store.claimRefresh(of: claim, lease: lease) {
+        let outcome: ClaimOutcome? = readable == nil ? nil
+            : (cache.store as? any ReportingClaims)?.claim(claim, lease: lease)
+                ?? (cache.store.claimRefresh(of: claim, lease: lease) ? .won : .heldElsewhere)
+        // A claim the store could not record is not waited on either: the origin, at once.
+        if outcome == .failed { return send(conditional: [:], hop: hop) }
+        if outcome == .won {
             state.withLock { $0.sharedFillClaim = claim }
             // Its holder may have stored the answer and let go since the look above.
             if !first, let entry = cache.lookup(hop.key, headers: hop.headers).entry { return sharedFillArrived(entry) }

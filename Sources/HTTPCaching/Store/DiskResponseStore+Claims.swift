@@ -18,23 +18,29 @@ extension DiskResponseStore {
     /// claimers never both win.
     /// - Returns: false if another holder, in this process or another, has a live claim.
     public func claimRefresh(of key: CacheKey, lease: TimeInterval) -> Bool {
-        guard !isClosed else { return false }
+        claim(key, lease: lease) == .won
+    }
+
+    /// `claimRefresh(of:lease:)`, saying whether a refusal is another holder's live claim or a
+    /// claim that could not be recorded (the lock or the claim file could not be made).
+    func claim(_ key: CacheKey, lease: TimeInterval) -> ClaimOutcome {
+        guard !isClosed else { return .failed }
         let name = EntryName(key)
         let token = randomHex() + randomHex()
         let milliseconds = lease.isFinite ? Int64(min(max(lease, 0), 86_400) * 1000) : 0
-        guard let lock = lockClaims() else { return false }
+        guard let lock = lockClaims() else { return .failed }
         defer { closeDescriptor(lock) } // releases the lock
         let now = Self.wallClockMilliseconds()
-        if let claim = readClaim(name.hex), claim.expiry > now { return false }
+        if let claim = readClaim(name.hex), claim.expiry > now { return .heldElsewhere }
         let text = Array("\(now + milliseconds) \(token)\n".utf8)
         let temporary = "\(name.hex).\(getpid()).\(randomHex()).tmp"
-        guard text.withUnsafeBytes({ claimsFolder.createFile(temporary, [$0]) }) else { return false }
+        guard text.withUnsafeBytes({ claimsFolder.createFile(temporary, [$0]) }) else { return .failed }
         guard claimsFolder.rename(temporary, to: name.hex) else {
             claimsFolder.unlink(temporary)
-            return false
+            return .failed
         }
         state.withLock { $0.claims[name] = token }
-        return true
+        return .won
     }
 
     /// Gives back a claim this store holds (a claim taken over since is left alone).
@@ -178,3 +184,5 @@ final class StoreSession: Sendable {
         }
     }
 }
+
+extension DiskResponseStore: ReportingClaims {}

@@ -261,17 +261,23 @@ public final class RedisResponseStore: ResponseStore {
     /// <random token> NX PX <lease>`. False when another holder has it, or when Redis cannot
     /// answer (no refresh then, so a failing server is not met with a herd of them).
     public func claimRefresh(of key: CacheKey, lease: TimeInterval) -> Bool {
+        claim(key, lease: lease) == .won
+    }
+
+    /// `claimRefresh(of:lease:)`, saying whether a refusal is another holder's claim (`SET NX`
+    /// set nothing) or one Redis could not record (no answer, or an error such as OOM).
+    func claim(_ key: CacheKey, lease: TimeInterval) -> ClaimOutcome {
         let claimKey = layout.claimKey(key)
         let token = Array(SHA256.hex((0..<16).map { _ in UInt8.random(in: .min ... .max) }).utf8)
         // A lease of at least a millisecond and at most a year (NaN: a millisecond).
         let seconds = lease.isNaN ? 0.001 : min(max(lease, 0.001), 365 * 86_400)
         let milliseconds = Int((seconds * 1000).rounded(.up))
-        guard let reply = try? backend.execute(RedisCommand("SET", claimKey, token, "NX", "PX", milliseconds), key: claimKey),
-              reply.isOK else {
-            return false
+        guard let reply = try? backend.execute(RedisCommand("SET", claimKey, token, "NX", "PX", milliseconds), key: claimKey) else {
+            return .failed
         }
+        guard reply.isOK else { return reply.errorMessage == nil ? .heldElsewhere : .failed }
         claims.withLock { $0[claimKey] = token }
-        return true
+        return .won
     }
 
     /// Gives a claim back: deletes it only if it still holds this store's token (a claim whose
@@ -314,3 +320,5 @@ public final class RedisResponseStore: ResponseStore {
         }
     }
 }
+
+extension RedisResponseStore: ReportingClaims {}

@@ -294,3 +294,17 @@ final class BufferingWriter: ResponseStoreWriter, @unchecked Sendable {
 
     func abort() { buffer = Data() }
 }
+
+/// How a claim went, for a store that can tell a claim another holder has from one it could
+/// not record (a shared fill waits for the first, never for the second: a store that fails
+/// means the network).
+enum ClaimOutcome {
+    case won, heldElsewhere, failed
+}
+
+/// A store whose claims report `ClaimOutcome` (the disk and Redis stores, and a tiered store
+/// in front of one).
+protocol ReportingClaims {
+    /// `claimRefresh(of:lease:)`, saying why not.
+    func claim(_ key: CacheKey, lease: TimeInterval) -> ClaimOutcome
+}

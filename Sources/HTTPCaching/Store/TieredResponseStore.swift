@@ -224,6 +224,11 @@ public final class TieredResponseStore: ResponseStore {
     /// Claimed in the back store, which other processes share.
     public func claimRefresh(of key: CacheKey, lease: TimeInterval) -> Bool { back.claimRefresh(of: key, lease: lease) }
 
+    /// The back store's claim, and why not.
+    func claim(_ key: CacheKey, lease: TimeInterval) -> ClaimOutcome {
+        (back as? any ReportingClaims)?.claim(key, lease: lease) ?? (back.claimRefresh(of: key, lease: lease) ? .won : .heldElsewhere)
+    }
+
     /// Released in the back store.
     public func releaseRefresh(of key: CacheKey) { back.releaseRefresh(of: key) }
 
@@ -354,3 +359,5 @@ protocol BackgroundEvicting: AnyObject {
 }
 
 extension DiskResponseStore: BackgroundEvicting {}
+
+extension TieredResponseStore: ReportingClaims {}

@@ -45,9 +45,7 @@ extension Exchange {
             readable = found.otherVariant
         }
         let claim = hop.key.sharedFillClaim
-        let outcome: ClaimOutcome? = readable == nil ? nil
-            : (cache.store as? any ReportingClaims)?.claim(claim, lease: lease)
-                ?? (cache.store.claimRefresh(of: claim, lease: lease) ? .won : .heldElsewhere)
+        let outcome = readable == nil ? nil : cache.store.claimOutcome(of: claim, lease: lease)
         // A claim the store could not record is not waited on either: the origin, at once.
         if outcome == .failed { return send(conditional: [:], hop: hop) }
         if outcome == .won {

@@ -308,3 +308,11 @@ protocol ReportingClaims {
     /// `claimRefresh(of:lease:)`, saying why not.
     func claim(_ key: CacheKey, lease: TimeInterval) -> ClaimOutcome
 }
+
+extension ResponseStore {
+    /// The claim's outcome: as the store reports it, else (a store that cannot tell) a refusal
+    /// read as another holder's claim.
+    func claimOutcome(of key: CacheKey, lease: TimeInterval) -> ClaimOutcome {
+        (self as? any ReportingClaims)?.claim(key, lease: lease) ?? (claimRefresh(of: key, lease: lease) ? .won : .heldElsewhere)
+    }
+}

@@ -226,7 +226,7 @@ public final class TieredResponseStore: ResponseStore {
 
     /// The back store's claim, and why not.
     func claim(_ key: CacheKey, lease: TimeInterval) -> ClaimOutcome {
-        (back as? any ReportingClaims)?.claim(key, lease: lease) ?? (back.claimRefresh(of: key, lease: lease) ? .won : .heldElsewhere)
+        back.claimOutcome(of: key, lease: lease)
     }
 
     /// Released in the back store.

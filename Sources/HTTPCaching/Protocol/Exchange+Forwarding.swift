@@ -138,13 +138,6 @@ extension Exchange {
         })
     }
 
-    func forwardTogether(_ reports: () -> Void) {
-        guard let caller else { return reports() }
-        caller.delivery.hold()
-        reports()
-        caller.delivery.release()
-    }
-
     func forwardHold() -> (@Sendable () -> Void)? {
         guard let delivery = caller?.delivery else { return nil }
         delivery.hold()

@@ -14,9 +14,8 @@ protocol ForwardObserver: AnyObject, Sendable {
     func forwardCompleted(_ task: Int, error: (any Error)?)
     /// Upload progress, for requests with a body.
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64)
-    /// Runs `reports`, an answer reported whole, so that what it leads to goes out together.
-    func forwardTogether(_ reports: () -> Void)
-    /// Holds what goes out to the caller until the returned closure is called; nil when
+    /// Holds what goes out to the caller until the returned closure is called (an answer
+    /// reported whole, or a head and what came in its read, then go out together); nil when
     /// nothing is held.
     func forwardHold() -> (@Sendable () -> Void)?
     /// The body is to be sent again (libcurl retries on a new connection when a reused one
@@ -118,13 +117,13 @@ final class ForwardingSession: Sendable {
             let identifier = Mutex<Int?>(nil)
             task = session.dataTask(with: request) { [router] data, response, error in
                 guard let id = identifier.withLock({ $0 }), let observer = router.take(id)?.observer else { return }
-                observer.forwardTogether {
-                    if error == nil, let http = response as? HTTPURLResponse {
-                        observer.forwardReceived(http, from: id)
-                        if let data, !data.isEmpty { observer.forwardReceived(data, from: id) }
-                    }
-                    observer.forwardCompleted(id, error: error)
+                let release = observer.forwardHold() // the answer goes out in one block
+                if error == nil, let http = response as? HTTPURLResponse {
+                    observer.forwardReceived(http, from: id)
+                    if let data, !data.isEmpty { observer.forwardReceived(data, from: id) }
                 }
+                observer.forwardCompleted(id, error: error)
+                release?()
             }
             identifier.withLock { $0 = task.taskIdentifier }
             router.observe(task.taskIdentifier, observer, whole: true)

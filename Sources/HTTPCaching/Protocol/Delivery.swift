@@ -274,15 +274,16 @@ final class Delivery: Sendable {
     /// client has queued for it already).
     private func didLoad(_ data: Data, _ target: Target) {
         target.client.urlProtocol(target.urlProtocol, didLoad: data)
-        let find = state.withLock { state -> (@Sendable () -> Side?)? in
+        let (find, known) = state.withLock { state in
             defer { state.findSide = nil }
-            return state.findSide
+            return (state.findSide, state.side)
         }
+        var side = known
         if let find {
-            let found = find()
-            state.withLock { $0.side = found }
+            side = find()
+            state.withLock { [side] in $0.side = side }
         }
-        guard let side = state.withLock({ $0.side }), let task = target.task as? URLSessionDataTask else { return }
+        guard let side, let task = target.task as? URLSessionDataTask else { return }
         Self.hand(data, to: side.delegate, of: task, in: side.session)
     }
 

@@ -131,7 +131,7 @@ enum TaskIntrospection {
         case "dataCompletionHandlerWithTaskDelegate":
             registration.delivery = .whole
             registration.progressDelegate = given
-            registration.chunkDelegate = task is URLSessionDataTask ? given as? URLSessionDataDelegate : nil
+            registration.chunkDelegate = chunkDelegate(of: task, given: given)
         default:
             break
         }
@@ -144,7 +144,12 @@ enum TaskIntrospection {
     /// task, read alone: one registry lookup, no more (what a hit needs).
     static func chunkDelegate(of task: URLSessionTask, session: URLSession) -> URLSessionDataDelegate? {
         guard task is URLSessionDataTask, let behaviour = behaviour(of: task, session: session) else { return nil }
-        return givenDelegate(behaviour) as? URLSessionDataDelegate
+        return chunkDelegate(of: task, given: givenDelegate(behaviour))
+    }
+
+    /// A data task's given delegate when it is a data delegate (what gets the chunks).
+    private static func chunkDelegate(of task: URLSessionTask, given: URLSessionTaskDelegate?) -> URLSessionDataDelegate? {
+        task is URLSessionDataTask ? given as? URLSessionDataDelegate : nil
     }
 
     /// The name of the behaviour the session registered for a task (its enum case), and the

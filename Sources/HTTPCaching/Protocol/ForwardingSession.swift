@@ -15,8 +15,7 @@ protocol ForwardObserver: AnyObject, Sendable {
     /// Upload progress, for requests with a body.
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64)
     /// Holds what goes out to the caller until the returned closure is called (an answer
-    /// reported whole, or a head and what came in its read, then go out together); nil when
-    /// nothing is held.
+    /// reported whole then goes out together); nil when nothing is held.
     func forwardHold() -> (@Sendable () -> Void)?
     /// The body is to be sent again (libcurl retries on a new connection when a reused one
     /// died): `answer` what the caller's delegate gives (used for a stream body only), or nil.
@@ -79,7 +78,6 @@ final class ForwardingSession: Sendable {
             let session = URLSession(configuration: state.configuration, delegate: router, delegateQueue: queue)
             state.session = session
             state.transferQueue = TaskIntrospection.transferQueue(of: session)
-            router.transferQueue.withLock { $0 = UncheckedBox(state.transferQueue) }
             return session
         }
     }
@@ -173,8 +171,6 @@ final class ForwardingSession: Sendable {
         }
 
         private let entries = Mutex<[Int: Entry]>([:])
-        /// The session's transfer queue (`ForwardingSession.transferQueue`).
-        let transferQueue = Mutex(UncheckedBox<DispatchQueue?>(nil))
 
         /// Reports `task` to `observer`; a streamed upload gets `stream` when it asks for its body.
         func observe(_ task: Int, _ observer: any ForwardObserver, whole: Bool = false, stream: InputStream? = nil, rewinds: Bool = false) {
@@ -204,22 +200,9 @@ final class ForwardingSession: Sendable {
                     entries[dataTask.taskIdentifier]?.headReported = true
                     return entries[dataTask.taskIdentifier]?.observer
                 }
-                let release = observer?.forwardHold()
                 observer?.forwardReceived(http, from: dataTask.taskIdentifier)
-                if let release { releaseAfterTheRead(release, delegateQueue: session.delegateQueue) }
             }
             completionHandler(.allow)
-        }
-
-        /// Lets the head go to the caller once the socket read that brought it has ended and
-        /// this queue has taken what that read reported after it: a body that came with its
-        /// head, and the end, go out with it, so the caller's task has ended by the time its
-        /// delegate hears of the response, as with Foundation's own class (a `cancel()` there
-        /// then changes nothing).
-        private func releaseAfterTheRead(_ release: @escaping @Sendable () -> Void, delegateQueue: OperationQueue) {
-            guard let transfer = transferQueue.withLock({ $0.value }) else { return delegateQueue.addOperation(release) }
-            let queue = UncheckedBox(delegateQueue)
-            transfer.async { queue.value.addOperation(release) }
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

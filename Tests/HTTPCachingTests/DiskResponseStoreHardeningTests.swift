@@ -149,6 +149,23 @@ struct DiskResponseStoreHardeningTests {
         #expect(FileManager.default.fileExists(atPath: outside))
     }
 
+    @Test("a directory in an entry's place is a miss, and removed: the key is stored again")
+    func directoryInPlaceOfEntry() throws {
+        let directory = TemporaryDirectory()
+        let store = try DiskResponseStore(directory: directory.url)
+        let entry = E.entry("/a")
+        try store.write(entry)
+        let path = directory.path + "/" + DiskResponseStore.fileName(for: entry.key) + ".entry"
+        #expect(unlink(path) == 0)
+        #expect(mkdir(path, 0o700) == 0)
+        #expect(mkdir(path + "/inner", 0o700) == 0)
+        #expect(FileManager.default.createFile(atPath: path + "/inner/file", contents: Data("x".utf8)))
+        #expect(throws: HTTPCachingError.self) { try store.entry(for: entry.key) }
+        #expect(!FileManager.default.fileExists(atPath: path))
+        try store.write(entry)
+        #expect(try store.entry(for: entry.key)?.body == entry.body)
+    }
+
     @Test("lock and secret files that are symbolic links are never followed")
     func symlinkedControlFiles() throws {
         let directory = TemporaryDirectory()

@@ -147,6 +147,22 @@ struct RedisFailureTests {
         #expect(try store.write(E.entry("/after")).stored, "room again after the removal")
     }
 
+    @Test("a response Redis has no room for is reported as notStored(storeFull), not as too large, and still answered")
+    func fullReportedAsStoreFull() async throws {
+        let server = try RedisServer(["--maxmemory-policy", "noeviction"])
+        defer { server.stop() }
+        let store = try server.makeStore()
+        // A limit below what Redis uses already: every write is refused for lack of memory.
+        _ = try server.command("CONFIG", "SET", "maxmemory", "1")
+        let refused = try store.write(E.entry("/refused"))
+        #expect(!refused.stored && refused.notStoredReason == .storeFull)
+        let h = try Harness(store: store)
+        h.origin.route("/full") { _, hit in .init(headers: [("Cache-Control", "max-age=60")], text: "full \(hit)") }
+        #expect(try await h.get("/full").text == "full 1")
+        #expect(await h.recorder.wait(for: .notStored(.storeFull)), "\(h.recorder.kinds)")
+        #expect(h.recorder.count(where: { $0.notStoredReason?.name == "tooLarge" }) == 0)
+    }
+
     @Test("full under maxmemory with an LRU policy: every write is stored, Redis evicts the oldest; volatile-lru keeps the secret",
           arguments: ["allkeys-lru", "volatile-lru"])
     func fullWithEviction(policy: String) throws {

@@ -128,12 +128,13 @@ extension CacheEngine {
     }
 
     /// Reports what a write did: evictions, then `stored` for each entry (and the variant
-    /// index updated), or `notStored(.tooLarge)`.
+    /// index updated), or `notStored` with the store's reason (`tooLarge` if it gives none).
     func report(_ result: StoreWriteResult, for entries: [CacheEntry], listing: (index: CacheEntry, dropped: [CacheKey])?,
                 bytes: Int) {
         for evicted in result.evicted { emit(.evicted, evicted, URL(string: evicted.url)) }
         guard result.stored else {
-            for entry in entries { emit(.notStored(.tooLarge(bytes: bytes, limit: store.maxEntrySize)), entry.key, entry.url) }
+            let reason = result.notStoredReason ?? .tooLarge(bytes: bytes, limit: store.maxEntrySize)
+            for entry in entries { emit(.notStored(reason), entry.key, entry.url) }
             return
         }
         for entry in entries { emit(.stored, entry.key, entry.url) }

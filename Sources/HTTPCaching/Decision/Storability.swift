@@ -10,7 +10,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case method(String), status(Int), responseNoStore, requestNoStore, statusNotUnderstood(Int), varyStar, setsCookie
         case credentials, tooLarge(bytes: Int, limit: Int), declinedByCacher, declinedByDelegate, memoryOnly, passThrough
         case bodyTooLargeToKey(bytes: Int, limit: Int)
-        case unusablePart(String), tooManySpans(limit: Int), connectionNamesCachingField(String)
+        case unusablePart(String), tooManySpans(limit: Int), connectionNamesCachingField(String), storeFull
     }
 
     let value: Value
@@ -57,12 +57,15 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
     /// `Connection` names a field the cache decides by (`Vary`, `Cache-Control`, ...): stored
     /// without it (as hop-by-hop fields are), the entry would be reused where the origin said not.
     public static func connectionNamesCachingField(_ field: String) -> Self { Self(value: .connectionNamesCachingField(field)) }
+    /// The store had no room it could make (Redis out of memory under `maxmemory-policy
+    /// noeviction`): nothing of the entry is stored, and the earlier one is removed.
+    public static let storeFull = Self(value: .storeFull)
 
     /// The reason's name, the same for every value of it: `method`, `status`,
     /// `responseNoStore`, `requestNoStore`, `statusNotUnderstood`, `varyStar`, `setsCookie`,
     /// `credentials`, `tooLarge`, `declinedByCacher`, `declinedByDelegate`, `memoryOnly`,
-    /// `passThrough`, `bodyTooLargeToKey`, `unusablePart`, `tooManySpans` or
-    /// `connectionNamesCachingField`; later versions may add more.
+    /// `passThrough`, `bodyTooLargeToKey`, `unusablePart`, `tooManySpans`,
+    /// `connectionNamesCachingField` or `storeFull`; later versions may add more.
     public var name: String {
         switch value {
         case .method: "method"
@@ -98,6 +101,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .unusablePart(let detail): "the 206 cannot be stored as a part: \(detail)"
         case .tooManySpans(let limit): "combined with the parts stored, the 206 would leave more than \(limit) spans (maxPartialSpans)"
         case .connectionNamesCachingField(let field): "Connection names \(field), which the cache decides by"
+        case .storeFull: "the store is full and cannot make room (Redis out of memory under noeviction)"
         }
     }
 
@@ -121,6 +125,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .unusablePart: "not-stored-unusable-part"
         case .tooManySpans: "not-stored-too-many-spans"
         case .connectionNamesCachingField: "not-stored-connection-field"
+        case .storeFull: "not-stored-store-full"
         }
     }
 }

@@ -112,9 +112,10 @@ final class StoreDirectory: Sendable {
     }
 
     /// Removes `name` only if it is still the file `info` describes (another process may
-    /// have renamed a new file into place since it was read).
+    /// have renamed a new file into place since it was read); a directory with all it holds.
     func unlink(_ name: String, ifStill info: stat) {
         guard let now = status(name), now.st_ino == info.st_ino, now.st_dev == info.st_dev else { return }
+        if (now.st_mode & S_IFMT) == S_IFDIR { return removeTree(name) }
         unlinkat(fd, name, 0)
     }
 

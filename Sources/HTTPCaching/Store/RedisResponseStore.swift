@@ -215,7 +215,7 @@ public final class RedisResponseStore: ResponseStore {
         if let message = replies.lazy.compactMap(\.errorMessage).first {
             if message.hasPrefix("OOM") {
                 try unlink([redisKey]) // allowed when out of memory, and frees some
-                return StoreWriteResult(stored: false)
+                return StoreWriteResult(stored: false, notStoredReason: .storeFull)
             }
             throw HTTPCachingError.unavailable(reason: "Redis refused the write: \(message)")
         }

@@ -220,11 +220,15 @@ public struct StoreWriteResult: Sendable, Equatable {
     public var stored: Bool
     /// The keys evicted to make room, least recently used first.
     public var evicted: [CacheKey]
+    /// Why an entry was not stored, when its size is not the reason; nil (the default) reports
+    /// `NotStoredReason.tooLarge`.
+    public var notStoredReason: NotStoredReason?
 
-    /// A result with the given parts.
-    public init(stored: Bool, evicted: [CacheKey] = []) {
+    /// A result with the given parts; no reason (nil) means `tooLarge` when not stored.
+    public init(stored: Bool, evicted: [CacheKey] = [], notStoredReason: NotStoredReason? = nil) {
         self.stored = stored
         self.evicted = evicted
+        self.notStoredReason = notStoredReason
     }
 }
 
@@ -288,6 +292,7 @@ final class BufferingWriter: ResponseStoreWriter, @unchecked Sendable {
             let written = try store.write(entry)
             result.stored = result.stored && written.stored
             result.evicted += written.evicted
+            result.notStoredReason = result.notStoredReason ?? written.notStoredReason
         }
         return result
     }

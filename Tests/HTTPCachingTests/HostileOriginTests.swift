@@ -332,4 +332,25 @@ struct HostileOriginTests {
         #expect(seen[true] == ["accept=a", "accept=b", "accept=b"])
         #expect(h.origin.requestCount("/v") == 6, "every request reached the origin, with the cache too")
     }
+
+    @Test("Content-Length beside Transfer-Encoding (RFC 9112 section 6.3: the length is the chunks'): a hit never claims the wrong length")
+    func contentLengthWithTransferEncoding() async throws {
+        let h = try Harness()
+        let body = LoopbackOrigin.filler(count: 3_000)
+        let stream = LoopbackOrigin.BodyStream()
+        h.origin.route("/te", response: .init(headers: [("Cache-Control", "max-age=60"), ("Content-Length", "5")], stream: stream))
+        Task {
+            guard await stream.headersSent() else { return }
+            stream.write(body)
+            _ = await stream.flushed()
+            stream.finish()
+        }
+        let miss = try await h.get("/te")
+        #expect(miss.data == body, "libcurl reads the chunks, whatever Content-Length says")
+        let hit = try await h.get("/te")
+        #expect(hit.status == .fresh && hit.data == body)
+        let length = hit.response.value(forHTTPHeaderField: "Content-Length")
+        #expect(length == nil || length == String(body.count), "Content-Length on the hit: \(length ?? "none")")
+        #expect(hit.response.expectedContentLength != 5)
+    }
 }

@@ -173,13 +173,15 @@ enum Storability {
 
     /// The header fields of a response as they are stored: without hop-by-hop fields, the
     /// fields `Connection` names, and the cache's status fields; without `Set-Cookie` unless
-    /// the configuration stores responses that set cookies.
+    /// the configuration stores responses that set cookies; without a `Content-Length` that a
+    /// `Transfer-Encoding` overrode (RFC 9112 section 6.3: it does not give the body's length).
     static func storedHeaders(of response: ResponseHead, keepingCookies: Bool) -> [String: String] {
-        let named = Set(connectionNamed(response))
+        var unstored = Set(connectionNamed(response))
+        if response.header("Transfer-Encoding") != nil { unstored.insert("content-length") }
         return response.headers.filter { name, _ in
             let lower = name.lowercased()
             if lower == "set-cookie" && !keepingCookies { return false }
-            return !unstoredHeaders.contains(lower) && !named.contains(lower)
+            return !unstoredHeaders.contains(lower) && !unstored.contains(lower)
         }
     }
 

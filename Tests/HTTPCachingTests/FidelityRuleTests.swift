@@ -75,6 +75,31 @@ struct FidelityRuleTests {
         #expect((Self.notStored(row.status, row.headers) == nil) == row.stored)
     }
 
+    struct LifetimeRow: Sendable, CustomTestStringConvertible {
+        let status: Int
+        let cacheControl: String?
+        let lifetime: TimeInterval
+        var testDescription: String { "\(status) \(cacheControl ?? "-")" }
+    }
+
+    static let lifetimeRows: [LifetimeRow] = [
+        LifetimeRow(status: 200, cacheControl: nil, lifetime: 8_640),
+        LifetimeRow(status: 599, cacheControl: "public", lifetime: 8_640), // section 5.2.2.9
+        LifetimeRow(status: 500, cacheControl: "public, must-revalidate", lifetime: 8_640),
+        LifetimeRow(status: 500, cacheControl: nil, lifetime: 0),
+        LifetimeRow(status: 599, cacheControl: "private", lifetime: 0), // storable, not heuristically cacheable
+        LifetimeRow(status: 599, cacheControl: "public, max-age=5", lifetime: 5),
+    ]
+
+    @Test("RFC 9111 §4.2.2, §5.2.2.9: a heuristic lifetime (10% since Last-Modified) for heuristically cacheable statuses and for public",
+          arguments: lifetimeRows)
+    func heuristicLifetime(row: LifetimeRow) {
+        let headers = ["Last-Modified": HTTPDate.format(Self.storedAt.addingTimeInterval(-86_400)),
+                       "Date": HTTPDate.format(Self.storedAt)].merging(row.cacheControl.map { ["Cache-Control": $0] } ?? [:]) { $1 }
+        let computed = Freshness.lifetimeAndSource(statusCode: row.status, header: { headers[$0] }, storedAt: Self.storedAt)
+        #expect(computed.lifetime == row.lifetime)
+    }
+
     // MARK: - RFC 9111 section 5.2.2.3: must-understand
 
     struct UnderstandRow: Sendable, CustomTestStringConvertible {

@@ -17,8 +17,9 @@ enum Freshness {
     }
 
     /// The freshness lifetime: `max-age`, else `Expires` minus `Date`, else 10% of the time
-    /// since `Last-Modified` for heuristically cacheable statuses, else zero. `s-maxage` is
-    /// for shared caches and is ignored. An invalid `Expires` means already expired.
+    /// since `Last-Modified` for heuristically cacheable statuses and responses marked `public`
+    /// (RFC 9111 section 5.2.2.9), else zero. `s-maxage` is for shared caches and is ignored.
+    /// An invalid `Expires` means already expired.
     static func lifetime(of entry: CacheEntry) -> TimeInterval {
         lifetimeAndSource(statusCode: entry.statusCode, header: entry.header, storedAt: entry.storedAt).lifetime
     }
@@ -40,7 +41,7 @@ enum Freshness {
         case .absent: break
         }
         if let lastModified = header("Last-Modified").flatMap({ HTTPDate.parse($0, now: storedAt) }),
-           heuristicallyCacheable.contains(statusCode) {
+           heuristicallyCacheable.contains(statusCode) || directives.has("public") {
             return (clamp(date.timeIntervalSince(lastModified) / 10), .heuristic)
         }
         return (0, .none)

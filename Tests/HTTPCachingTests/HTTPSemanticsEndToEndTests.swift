@@ -57,6 +57,20 @@ struct HTTPSemanticsEndToEndTests {
         #expect(h.origin.requestCount("/r") == 2)
     }
 
+    @Test("RFC 9111 §4.2.3: the time the answer took counts in its age (response_delay), with and without Age",
+          arguments: [(3.0, false), (0.0, true)])
+    func responseDelayCountsInAge(delay: TimeInterval, freshAfter: Bool) async throws {
+        let h = try Harness(configuration: CacheConfiguration(policy: .httpSemantics))
+        h.origin.route("/slow") { _, hit in
+            h.clock.advance(by: delay) // the origin takes this long to answer
+            return .init(headers: [("Cache-Control", "max-age=4"), ("Age", "1")], text: "slow \(hit)")
+        }
+        #expect(try await h.get("/slow").text == "slow 1")
+        let again = try await h.get("/slow")
+        #expect((again.status == .fresh) == freshAfter, "age 1 + \(delay) s on the way, lifetime 4: \(again.status as Any)")
+        #expect(h.origin.requestCount("/slow") == (freshAfter ? 1 : 2))
+    }
+
     @Test("an origin that ignores validators answers 200: the entry is replaced")
     func ignoredValidators() async throws {
         let h = try Harness()

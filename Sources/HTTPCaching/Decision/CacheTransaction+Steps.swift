@@ -5,6 +5,21 @@ import FoundationNetworking
 
 /// The transaction's steps that more than one input leads to.
 extension CacheTransaction {
+    /// The request awaited has just been sent (a retry or a wait for another's answer sends
+    /// it later than the decision to): its answer's age counts from `now`.
+    mutating func sent(at now: Date) {
+        sentAt = now
+    }
+
+    /// The freshness a response has left as it arrives (RFC 9211's `ttl`), its age counted
+    /// from when its request was sent.
+    func ttl(_ status: Int, _ header: (String) -> String?, windows: CacheWindows?, now: Date) -> TimeInterval {
+        let sent = sentAt ?? now
+        return CacheDecision.freshnessLeft(statusCode: status, header: header, receivedAt: sent, windows: windows,
+                                           request: context.request, configuration: context.configuration)
+            - max(0, now.timeIntervalSince(sent))
+    }
+
     /// A 304: the stored entry, revalidated, if the 304 selects it (RFC 9111 section 4.3.4);
     /// else one more request, unconditional.
     mutating func notModified(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
@@ -21,7 +36,7 @@ extension CacheTransaction {
         }
         state = .done
         var merged = Validation.merge(entry, notModified: head, keepingCookies: context.configuration.storesResponsesSettingCookies,
-                                      now: now)
+                                      now: sentAt ?? now)
         merged.usefulUntil = CacheDecision.usefulUntil(merged, configuration: context.configuration)
         merged.key = storageKey(merged.header) // a 304 may change the No-Vary-Search
         // ... and the `Vary`: the entry then names the values this request has for it.

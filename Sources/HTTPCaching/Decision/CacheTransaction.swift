@@ -144,6 +144,9 @@ struct CacheTransaction {
     var state = State.idle
     /// Whether the caller went away and the answer goes on for others (`detach()`).
     var detached = false
+    /// When the request awaited was sent (RFC 9111's request_time, `sent(at:)`): what it
+    /// brings is stored as of then, so the time the answer took counts in its age (4.2.3).
+    var sentAt: Date?
 
     init(_ context: Context) {
         self.context = context
@@ -265,12 +268,6 @@ struct CacheTransaction {
         return receive(head, pending, now: now)
     }
 
-    /// The freshness a response has left as it is stored (RFC 9211's `ttl`).
-    func ttl(_ status: Int, _ header: (String) -> String?, windows: CacheWindows?, now: Date) -> TimeInterval {
-        CacheDecision.freshnessLeft(statusCode: status, header: header, receivedAt: now, windows: windows,
-                                    request: context.request, configuration: context.configuration)
-    }
-
     /// Body bytes arrived.
     mutating func body(_ chunk: Data) -> [Action] {
         guard case .receiving(var receiving) = state else { return [] }
@@ -323,7 +320,7 @@ struct CacheTransaction {
         if receiving.completing { return endCompletion(receiving, now: now) }
         if receiving.storing && receiving.plan.storesPart && receiving.head.statusCode == 206 { return endPart(receiving, now: now) }
         if receiving.storing {
-            let entry = makeEntry(receiving.head, body: receiving.body, now: now)
+            let entry = makeEntry(receiving.head, body: receiving.body, now: sentAt ?? now)
             if var chosen = context.configuration.responseCacher.apply(context.request, entry) {
                 if chosen.key == entry.key { chosen.key = storageKey(chosen.header) } // its fields may have changed
                 chosen.usefulUntil = CacheDecision.usefulUntil(chosen, configuration: context.configuration)

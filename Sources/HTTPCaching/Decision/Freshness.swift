@@ -55,7 +55,8 @@ enum Freshness {
     }
 
     /// The current age: the age the response already had when stored (the larger of its
-    /// `Age` header and the time since its `Date`), plus the time since it was stored.
+    /// `Age` header and the time since its `Date`), plus the time since it was stored (from
+    /// when its request was sent, so the response's delay counts: RFC 9111 section 4.2.3).
     static func currentAge(of entry: CacheEntry, at now: Date) -> TimeInterval {
         clamp(initialAge(header: entry.header, receivedAt: entry.storedAt) + entry.age(at: now))
     }

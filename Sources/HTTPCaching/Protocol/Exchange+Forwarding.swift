@@ -59,9 +59,11 @@ extension Exchange {
             let task = self.binding.forwarding.makeTask(request, body: sending.value.1, whole: whole, observer: self)
             // Its answer reaches the caller through blocks on the queue its own transfer runs on.
             self.caller?.delivery.follow(self.binding.forwarding.transferQueue ?? TaskIntrospection.workQueue(of: task))
+            let now = self.cache.now()
             let go = self.state.withLock { state -> Bool in
                 guard !(state.transaction?.isDone ?? true) else { return false }
                 state.forwarded = (task.taskIdentifier, UncheckedBox(task))
+                state.transaction?.sent(at: now)
                 return true
             }
             if go {

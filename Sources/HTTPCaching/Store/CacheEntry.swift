@@ -15,7 +15,9 @@ public struct CacheEntry: Sendable, Hashable {
     public var headers: [String: String]
     /// The whole body.
     public var body: Data
-    /// When the entry was stored; its age is measured from here.
+    /// When the entry was stored, as of the moment its request was sent (so the time the
+    /// response took to come counts in its age, RFC 9111 section 4.2.3); its age is measured
+    /// from here.
     public var storedAt: Date
     /// Windows for this entry alone; nil uses the cache's. The default is nil.
     public var windows: CacheWindows?

@@ -60,6 +60,26 @@ extension FidelityEndToEndTests {
         #expect(h.origin.requests(for: "/h").last?.method == "HEAD", "a stale entry does not answer a HEAD")
     }
 
+    @Test("RFC 9111 §4.3.5: a 200 to a HEAD with the stored GET's validator and length updates it; another ETag updates nothing",
+          arguments: [("\"v1\"", true), ("\"v2\"", false)])
+    func headUpdatesStoredGet(headETag: String, updates: Bool) async throws {
+        let h = try Harness(configuration: Self.http)
+        h.origin.route("/h") { request, hit in
+            request.method == "HEAD"
+                ? .init(headers: [("Cache-Control", "max-age=1000"), ("ETag", headETag), ("Content-Length", "5"), ("X-Seen", "head")])
+                : .init(headers: [("Cache-Control", "max-age=2"), ("ETag", "\"v1\"")], text: "get \(hit)")
+        }
+        #expect(try await h.get("/h").text == "get 1")
+        h.clock.advance(by: 3)
+        var head = URLRequest(url: h.origin.url("/h"))
+        head.httpMethod = "HEAD"
+        #expect(try await fetch(h.session, head).response.statusCode == 200)
+        let again = try await h.get("/h")
+        #expect((again.status == .fresh) == updates && again.text == (updates ? "get 1" : "get 3"))
+        #expect(again.response.value(forHTTPHeaderField: "X-Seen") == (updates ? "head" : nil), "the HEAD's fields")
+        #expect(h.origin.requestCount("/h") == (updates ? 2 : 3))
+    }
+
     @Test("RFC 8246 end to end: a revalidating reload serves a fresh immutable entry; a stale one is revalidated")
     func immutable() async throws {
         let h = try Harness(configuration: Self.http)

@@ -157,3 +157,25 @@ struct ValidationTests {
         #expect(h.origin.requestCount("/a") == 2)
     }
 }
+
+extension ValidationTests {
+    static let lm = "Sun, 06 Nov 1994 08:49:37 GMT"
+    static let headRows: [SelectionRow] = [
+        SelectionRow(notModified: ["ETag": "\"a\""], stored: ["ETag": "\"a\""], selects: true),
+        SelectionRow(notModified: ["ETag": "\"a\"", "Content-Length": "4"], stored: ["ETag": "\"a\""], selects: true),
+        SelectionRow(notModified: ["ETag": "\"a\"", "Content-Length": "5"], stored: ["ETag": "\"a\""], selects: false),
+        SelectionRow(notModified: ["ETag": "\"b\""], stored: ["ETag": "\"a\""], selects: false),
+        SelectionRow(notModified: ["ETag": "W/\"a\""], stored: ["ETag": "\"a\""], selects: false),
+        SelectionRow(notModified: ["Last-Modified": lm], stored: ["Last-Modified": lm, "ETag": "\"a\""], selects: true),
+        SelectionRow(notModified: ["Last-Modified": lm, "ETag": "\"b\""], stored: ["Last-Modified": lm, "ETag": "\"a\""], selects: false),
+        SelectionRow(notModified: ["Content-Length": "4"], stored: ["ETag": "\"a\""], selects: false), // no validator
+        SelectionRow(notModified: ["ETag": "\"a\""], stored: [:], selects: false),
+    ]
+
+    @Test("RFC 9111 §4.3.5: a 200 to a HEAD describes the stored GET when each validator it has, and its length, match",
+          arguments: headRows)
+    func headDescribes(row: SelectionRow) {
+        let head = ResponseHead(statusCode: 200, headers: row.notModified, url: Self.url)
+        #expect(Validation.headDescribes(head, Self.entry(row.stored)) == row.selects)
+    }
+}

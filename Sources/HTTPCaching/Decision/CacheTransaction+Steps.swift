@@ -35,12 +35,7 @@ extension CacheTransaction {
             return [.cancelForward, .forward(conditional: [:])]
         }
         state = .done
-        var merged = Validation.merge(entry, notModified: head, keepingCookies: context.configuration.storesResponsesSettingCookies,
-                                      now: sentAt ?? now)
-        merged.usefulUntil = CacheDecision.usefulUntil(merged, configuration: context.configuration)
-        merged.key = storageKey(merged.header) // a 304 may change the No-Vary-Search
-        // ... and the `Vary`: the entry then names the values this request has for it.
-        merged.varyValues = Vary.values(names: Vary.names(merged.header("Vary")), headers: context.headers)
+        let merged = updated(entry, by: head, now: now)
         if isRefresh { return storing(merged, replacing: entry) + [.finish, .emit(.refreshed(bodyChanged: false))] }
         let policy = CacheDecision.policy(for: context.request, configuration: context.configuration)
         let disposition = Disposition(status: .revalidated, forward: pending.plan.reason, forwardStatus: 304, stored: true,
@@ -48,6 +43,26 @@ extension CacheTransaction {
                                       age: CacheDecision.servedAge(of: merged, policy: policy, now: now),
                                       noVarySearch: answersThroughNoVarySearch(entry))
         return storing(merged, replacing: entry) + [.emit(.served(.revalidated)), .serve(merged, form, disposition)]
+    }
+
+    /// The stored entry updated with the fields of a 304 that selects it, or of a 200 to a
+    /// HEAD that describes it, as of when the request was sent.
+    func updated(_ entry: CacheEntry, by head: ResponseHead, now: Date) -> CacheEntry {
+        var merged = Validation.merge(entry, notModified: head, keepingCookies: context.configuration.storesResponsesSettingCookies,
+                                      now: sentAt ?? now)
+        merged.usefulUntil = CacheDecision.usefulUntil(merged, configuration: context.configuration)
+        merged.key = storageKey(merged.header) // a 304 may change the No-Vary-Search
+        // ... and the `Vary`: the entry then names the values this request has for it.
+        merged.varyValues = Vary.values(names: Vary.names(merged.header("Vary")), headers: context.headers)
+        return merged
+    }
+
+    /// A 200 to a HEAD sent for a stale stored GET updates that entry as a 304 would when its
+    /// validators and length match it (RFC 9111 section 4.3.5); nothing for any other answer.
+    func headUpdate(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
+        guard context.request.httpMethod?.uppercased() == "HEAD", head.statusCode == 200, let entry = pending.entry,
+              entry.partialContent == nil, Validation.headDescribes(head, entry) else { return [] }
+        return storing(updated(entry, by: head, now: now), replacing: entry)
     }
 
     /// A final answer to receive: stored or not (and why), its head to the caller.

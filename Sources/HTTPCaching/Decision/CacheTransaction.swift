@@ -255,7 +255,7 @@ struct CacheTransaction {
         let plan = pending.plan
         if plan.completesPart { return completionHead(head, pending, now: now) }
         if plan.storesPart { return partHead(head, pending, now: now) }
-        if plan.passThrough { return passThrough(head, plan: plan) }
+        if plan.passThrough { return headUpdate(head, pending, now: now) + passThrough(head, plan: plan) }
         if head.statusCode == 304 { return notModified(head, pending, now: now) }
         if head.statusCode == 206 { return badResponse(head, pending, now: now) }
         if head.statusCode >= 500 {

@@ -34,6 +34,20 @@ enum Validation {
         return true
     }
 
+    /// Whether a 200 to a HEAD describes the stored GET response (RFC 9111 section 4.3.5): it
+    /// has a validator, each it has equals the entry's, and so does its `Content-Length`.
+    static func headDescribes(_ head: ResponseHead, _ entry: CacheEntry) -> Bool {
+        let etag = head.header("ETag")?.trimmingCharacters(in: .whitespaces)
+        let lastModified = head.header("Last-Modified").flatMap { HTTPDate.parse($0, now: entry.storedAt) }
+        guard etag != nil || lastModified != nil else { return false }
+        if let etag, etag != entry.header("ETag")?.trimmingCharacters(in: .whitespaces) { return false }
+        if let lastModified, lastModified != entry.header("Last-Modified").flatMap({ HTTPDate.parse($0, now: entry.storedAt) }) {
+            return false
+        }
+        guard let length = head.contentLength else { return true }
+        return entry.partialContent == nil && length == entry.body.count
+    }
+
     private static func opaque(_ etag: String) -> String {
         etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
     }

@@ -168,11 +168,13 @@ extension ValidationTests {
         SelectionRow(notModified: ["ETag": "W/\"a\""], stored: ["ETag": "\"a\""], selects: false),
         SelectionRow(notModified: ["Last-Modified": lm], stored: ["Last-Modified": lm, "ETag": "\"a\""], selects: true),
         SelectionRow(notModified: ["Last-Modified": lm, "ETag": "\"b\""], stored: ["Last-Modified": lm, "ETag": "\"a\""], selects: false),
-        SelectionRow(notModified: ["Content-Length": "4"], stored: ["ETag": "\"a\""], selects: false), // no validator
+        SelectionRow(notModified: ["Content-Length": "4"], stored: ["ETag": "\"a\""], selects: true), // none received: no mismatch
+        SelectionRow(notModified: [:], stored: [:], selects: true),
+        SelectionRow(notModified: ["Last-Modified": "yesterday"], stored: ["Last-Modified": lm], selects: false),
         SelectionRow(notModified: ["ETag": "\"a\""], stored: [:], selects: false),
     ]
 
-    @Test("RFC 9111 §4.3.5: a 200 to a HEAD describes the stored GET when each validator it has, and its length, match",
+    @Test("RFC 9111 §4.3.5: a 200 to a HEAD describes the stored GET when each validator it has (if any), and its length, match",
           arguments: headRows)
     func headDescribes(row: SelectionRow) {
         let head = ResponseHead(statusCode: 200, headers: row.notModified, url: Self.url)

@@ -34,12 +34,13 @@ enum Validation {
         return true
     }
 
-    /// Whether a 200 to a HEAD describes the stored GET response (RFC 9111 section 4.3.5): it
-    /// has a validator, each it has equals the entry's, and so does its `Content-Length`.
+    /// Whether a 200 to a HEAD describes the stored GET response (RFC 9111 section 4.3.5):
+    /// each validator it has (none is no mismatch) equals the entry's, and so does its
+    /// `Content-Length` if it has one.
     static func headDescribes(_ head: ResponseHead, _ entry: CacheEntry) -> Bool {
         let etag = head.header("ETag")?.trimmingCharacters(in: .whitespaces)
         let lastModified = head.header("Last-Modified").flatMap { HTTPDate.parse($0, now: entry.storedAt) }
-        guard etag != nil || lastModified != nil else { return false }
+        if head.header("Last-Modified") != nil && lastModified == nil { return false }
         if let etag, etag != entry.header("ETag")?.trimmingCharacters(in: .whitespaces) { return false }
         if let lastModified, lastModified != entry.header("Last-Modified").flatMap({ HTTPDate.parse($0, now: entry.storedAt) }) {
             return false

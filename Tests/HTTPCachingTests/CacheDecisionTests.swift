@@ -15,6 +15,7 @@ func outcome(_ action: CacheAction) -> String {
         case .headersOnly: text += "-head"
         case .range(let bytes): text += "-range(\(bytes.lowerBound)-\(bytes.upperBound))"
         case .rangeNotSatisfiable: text += "-416"
+        case .notModified: text += "-304"
         }
         return text
     case .forward(let plan):
@@ -140,10 +141,32 @@ struct CacheDecisionTests {
         #expect(outcome(Self.decide(Self.request("HEAD"), entry: nil, age: 0)) == "bypass")
     }
 
-    @Test("the caller's own conditional request passes through",
-          arguments: ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"])
+    @Test("the caller's own If-Match, If-Unmodified-Since or If-Range passes through, with If-None-Match too",
+          arguments: ["If-Match", "If-Unmodified-Since", "If-Range"])
     func conditional(header: String) {
         #expect(outcome(Self.decide(Self.request(headers: [header: "x"]), entry: Self.entry(), age: 0)) == "bypass")
+        #expect(outcome(Self.decide(Self.request(headers: [header: "x", "If-None-Match": "*"]), entry: Self.entry(), age: 0)) == "bypass")
+    }
+
+    static let lastModified = HTTPDate.format(storedAt.addingTimeInterval(-100))
+
+    @Test("RFC 9111 §4.3.2: the caller's own If-None-Match or If-Modified-Since is answered from a fresh entry (304 when it is met); else it passes through",
+          arguments: [
+              (["If-None-Match": "\"v1\""], 0.0, "fresh-304"), (["If-None-Match": "W/\"v1\""], 0, "fresh-304"),
+              (["If-None-Match": "\"a\", \"v1\""], 0, "fresh-304"), (["If-None-Match": "*"], 0, "fresh-304"),
+              (["If-None-Match": "\"v2\""], 0, "fresh"), (["If-None-Match": "\"v2\"", "If-Modified-Since": lastModified], 0, "fresh"),
+              (["If-Modified-Since": lastModified], 0, "fresh-304"),
+              (["If-Modified-Since": HTTPDate.format(storedAt.addingTimeInterval(-200))], 0, "fresh"),
+              (["If-Modified-Since": "not a date"], 0, "fresh"),
+              (["If-None-Match": "\"v1\""], 100, "bypass"), // stale: the caller's request goes as it is
+              (["If-None-Match": "\"v1\"", "Cache-Control": "no-cache"], 0, "bypass"),
+          ] as [([String: String], TimeInterval, String)])
+    func callerConditionalEvaluated(headers: [String: String], age: TimeInterval, expected: String) {
+        let entry = Self.entry(headers: ["ETag": "\"v1\"", "Last-Modified": Self.lastModified])
+        #expect(outcome(Self.decide(Self.request(headers: headers), entry: entry, age: age)) == expected)
+        #expect(outcome(Self.decide(Self.request("HEAD", headers: headers), entry: entry, age: age))
+                == expected.replacingOccurrences(of: "fresh", with: "fresh-head").replacingOccurrences(of: "-head-304", with: "-304"))
+        #expect(outcome(Self.decide(Self.request(headers: headers), entry: nil, age: age)) == "bypass", "nothing stored")
     }
 
     @Test("RFC 9110 section 14: a single bytes range is answered from a fresh complete entry; others pass through", arguments: [

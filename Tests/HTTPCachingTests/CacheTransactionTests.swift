@@ -278,7 +278,7 @@ struct CacheTransactionTests {
         #expect(Self.names(conditional.start(entry: Self.entry(age: 4000), now: Self.t0)) == ["forward(conditional)"])
         #expect(conditional.head(Self.head(206), now: Self.t0) == [.cancelForward, .emit(.served(.expired)), .fail(.badResponse(status: 206))])
         var request = URLRequest(url: Self.url)
-        request.setValue("\"v1\"", forHTTPHeaderField: "If-None-Match")
+        request.setValue("\"v1\"", forHTTPHeaderField: "If-Match")
         var callers = Self.transaction(request)
         _ = callers.start(entry: Self.entry(), now: Self.t0)
         #expect(Self.names(callers.head(Self.head(304), now: Self.t0)) == ["served(bypass)", "respond(304, bypass)"],

@@ -45,6 +45,7 @@ extension CacheExplanation {
         case .headersOnly: form = " (status and fields only: a HEAD)"
         case .range(let bytes): form = " (206, bytes \(bytes.lowerBound)-\(bytes.upperBound))"
         case .rangeNotSatisfiable: form = " (416: the range lies outside the stored body)"
+        case .notModified: form = " (304: the stored response meets the request's own condition)"
         }
         let summary: String, network: String
         switch (plan.status, plan.refresh) {

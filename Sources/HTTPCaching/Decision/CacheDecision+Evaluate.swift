@@ -107,6 +107,11 @@ extension CacheDecision {
         let sent = request.httpMethod?.uppercased() ?? "GET"
         var evaluation = evaluate(request, sent: sent, method: keyedBody ? "GET" : sent, headers: headers, entry: entry,
                                   otherVariant: otherVariant, credentialed: credentialed, now: now, configuration: configuration)
+        if !keyedBody && (sent == "GET" || sent == "HEAD") && CallerConditional.evaluable(headers) {
+            let onlyIfCached = CacheControl(headers.value("Cache-Control"), pragma: nil).has("only-if-cached")
+                || evaluation.policy == .cacheOnly
+            evaluation = CallerConditional.adjust(evaluation, headers: headers, entry: entry, onlyIfCached: onlyIfCached)
+        }
         if keyedBody { evaluation.notes.insert(.bodyKeyed(method: sent, validates: sent == "QUERY"), at: 0) }
         return evaluation
     }
@@ -171,10 +176,10 @@ extension CacheDecision {
         case .failure(let error): return .decided(Evaluation(.fail(error), .unknownPolicy))
         }
         if policy == .networkOnly { return .decided(Evaluation(.forward(.bypass(.bypass)), policy: policy, .networkOnlyPolicy)) }
-        if let name = conditionalRequestHeaders.first(where: { headers.value($0) != nil }) {
-            // The caller's own conditional request goes to the origin as it is, unless it may
-            // not reach the network: it is then not answered (the cache does not evaluate
-            // another party's conditions).
+        if let name = conditionalRequestHeaders.first(where: { headers.value($0) != nil }), !CallerConditional.evaluable(headers) {
+            // The caller's own conditional request (other than those `CallerConditional`
+            // evaluates) goes to the origin as it is, unless it may not reach the network: it
+            // is then not answered.
             if policy == .cacheOnly || CacheControl(headers.value("Cache-Control"), pragma: nil).has("only-if-cached") {
                 return .decided(Evaluation(.fail(.notCached), policy: policy, .notCachedAndNoNetwork))
             }

@@ -83,6 +83,8 @@ enum ServeForm: Sendable, Hashable {
     case range(ClosedRange<Int>)
     /// A 416: the requested range lies outside the body.
     case rangeNotSatisfiable
+    /// A 304 to the caller's own conditional request: the stored fields, no body.
+    case notModified
 }
 
 /// Answering from the store, without the network.

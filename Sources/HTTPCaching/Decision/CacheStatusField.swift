@@ -105,6 +105,10 @@ enum Answers {
             set("Content-Range", "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(length)")
             set("Content-Length", String(bytes.count))
             body = entry.partialContent.map { $0.bodyRange(of: bytes) ?? 0..<0 } ?? bytes.lowerBound..<(bytes.upperBound + 1)
+        case .notModified:
+            status = 304
+            set("Content-Length", nil)
+            body = 0..<0
         case .rangeNotSatisfiable:
             status = 416
             set("Content-Range", "bytes */\(length)")

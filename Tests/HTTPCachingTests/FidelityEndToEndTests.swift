@@ -63,6 +63,19 @@ struct FidelityEndToEndTests {
                 "the complete entry is kept: a range answer never replaces it")
     }
 
+    @Test("RFC 9110 §14.1.2 end to end: a suffix range of a stored empty body is satisfiable: the whole (empty) 200 from the store, not a 416")
+    func suffixRangeOfEmptyBody() async throws {
+        let h = try Harness()
+        h.origin.route("/empty") { _, _ in .init(headers: [("Cache-Control", "max-age=600")], body: Data()) }
+        _ = try await h.get("/empty")
+        let ranged = try await h.get("/empty", headers: ["Range": "bytes=-5"])
+        #expect(ranged.response.statusCode != 416)
+        #expect(ranged.response.statusCode == 200 && ranged.data.isEmpty && ranged.status == .fresh)
+        #expect(h.origin.requestCount("/empty") == 1, "answered from the store")
+        let zero = try await h.get("/empty", headers: ["Range": "bytes=0-0"])
+        #expect(zero.response.statusCode == 416 && zero.header("Content-Range") == "bytes */0", "no other range of it is satisfiable")
+    }
+
     // MARK: - Variants
 
     @Test("RFC 9111 §4.1 end to end: several variants of one URL live side by side, matched after normalising Accept-Language's case and whitespace, not its order")

@@ -28,7 +28,9 @@ extension FidelityRuleTests {
         RangeRow(field: "bytes=50-60", length: 11, expected: .unsatisfiable),
         RangeRow(field: "bytes=-0", length: 11, expected: .unsatisfiable),
         RangeRow(field: "bytes=0-0", length: 0, expected: .unsatisfiable),
-        RangeRow(field: "bytes=-5", length: 0, expected: .unsatisfiable),
+        RangeRow(field: "bytes=-5", length: 0, expected: .whole),
+        RangeRow(field: "bytes=-0", length: 0, expected: .unsatisfiable),
+        RangeRow(field: "bytes=0-", length: 0, expected: .unsatisfiable),
         RangeRow(field: "bytes=0-1,3-4", length: 11, expected: .unsupported),
         RangeRow(field: "bytes=3-1", length: 11, expected: .unsupported),
         RangeRow(field: "bytes=-", length: 11, expected: .unsupported),
@@ -40,7 +42,7 @@ extension FidelityRuleTests {
         RangeRow(field: "", length: 11, expected: .unsupported),
     ]
 
-    @Test("RFC 9110 §14.1.2: one bytes= range, first-last, open-ended or suffix; unsatisfiable ones; anything else unsupported",
+    @Test("RFC 9110 §14.1.2: one bytes= range, first-last, open-ended or suffix; unsatisfiable ones; a suffix of an empty body is the whole; anything else unsupported",
           arguments: rangeRows)
     func byteRange(row: RangeRow) {
         #expect(ByteRange.resolve(row.field, length: row.length) == row.expected)

@@ -7,6 +7,9 @@ enum ByteRange: Sendable, Equatable {
     case satisfiable(ClosedRange<Int>)
     /// No byte of the range exists in the body: answered 416.
     case unsatisfiable
+    /// A suffix range of a zero-length body: satisfiable (RFC 9110 section 14.1.2), but no
+    /// 206 can describe zero bytes, so the whole (empty) body is answered, as a 200.
+    case whole
     /// Several ranges, another unit, or a malformed field: left to the network untouched.
     case unsupported
 
@@ -23,7 +26,8 @@ enum ByteRange: Sendable, Equatable {
         }
         if first.isEmpty {
             guard let suffix = number(last) else { return .unsupported }
-            guard suffix > 0, length > 0 else { return .unsatisfiable }
+            guard suffix > 0 else { return .unsatisfiable }
+            guard length > 0 else { return .whole }
             return .satisfiable(max(0, length - suffix)...(length - 1))
         }
         guard let start = number(first) else { return .unsupported }

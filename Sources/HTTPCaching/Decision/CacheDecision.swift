@@ -56,17 +56,17 @@ enum CacheDecision {
         return plan
     }
 
-    /// How a fresh entry answers: whole, head only, or a range; nil when a range cannot be
-    /// answered from it (several ranges, another unit, a content-coded body: its ranges are
-    /// of the coded bytes), and for a partial entry anything but a single range it holds or
-    /// one that starts past its complete length (416).
+    /// How a fresh entry answers: whole (a suffix range of an empty body too), head only, or
+    /// a range; nil when a range cannot be answered from it (several ranges, another unit, a
+    /// content-coded body: its ranges are of the coded bytes), and for a partial entry
+    /// anything but a single range it holds or one that starts past its complete length (416).
     static func serveForm(method: String, range: String?, entry: CacheEntry) -> ServeForm? {
         if let parts = entry.partialContent {
             guard method == "GET", let range, entry.isConsistentPartial else { return nil }
             switch ByteRange.resolve(range, length: parts.completeLength) {
             case .satisfiable(let bytes): return parts.covers(bytes) ? .range(bytes) : nil
             case .unsatisfiable: return .rangeNotSatisfiable
-            case .unsupported: return nil
+            case .whole, .unsupported: return nil
             }
         }
         if method == "HEAD" { return .headersOnly }
@@ -75,6 +75,7 @@ enum CacheDecision {
         switch ByteRange.resolve(range, length: entry.body.count) {
         case .satisfiable(let bytes): return .range(bytes)
         case .unsatisfiable: return .rangeNotSatisfiable
+        case .whole: return .whole
         case .unsupported: return nil
         }
     }

@@ -55,6 +55,26 @@ struct BodyKeyingTests {
         #expect(other.status == .miss && h.origin.requestCount("/q") == 2)
     }
 
+    @Test("QUERY draft, Caching: the request's Content-Encoding is part of the key: the same bytes gzip-coded are a miss")
+    func queryKeyIgnoresContentEncoding() async throws {
+        let h = try Harness()
+        h.origin.route("/s") { request, hit in
+            .init(headers: [("Cache-Control", "max-age=600")], text: "\(request.header("Content-Encoding") ?? "identity") #\(hit)")
+        }
+        var request = URLRequest(url: h.origin.url("/s"))
+        request.httpMethod = "QUERY"
+        request.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data("abc".utf8)
+        _ = try await fetch(h.session, request)
+        request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
+        let coded = try await fetch(h.session, request)
+        #expect(coded.status == .miss, "answered \(coded.text)")
+        #expect(coded.text == "gzip #2")
+        #expect(try await fetch(h.session, request).status == .fresh, "the coded body has an entry of its own")
+        request.setValue("identity", forHTTPHeaderField: "Content-Encoding")
+        #expect(try await fetch(h.session, request).text == "identity #1", "identity is no coding: the uncoded body's entry")
+    }
+
     @Test("transparency: a QUERY sequence gives the caller the same bodies as a plain session, with fewer origin requests")
     func transparency() async throws {
         let h = try Harness()
@@ -252,15 +272,51 @@ struct BodyKeyingDecisionTests {
     @Test("the digest: of the body and its Content-Type, after the normalizer; 32 hex digits")
     func digest() {
         let keying = BodyKeying()
-        let digest = keying.digest(of: Data("a".utf8), contentType: "text/plain")
-        #expect(digest.count == 32 && digest.allSatisfy(\.isHexDigit))
-        #expect(digest == keying.digest(of: Data("a".utf8), contentType: "text/plain"))
-        #expect(digest != keying.digest(of: Data("b".utf8), contentType: "text/plain"))
-        #expect(digest != keying.digest(of: Data("a".utf8), contentType: "text/html"))
-        #expect(keying.digest(of: Data("ab".utf8), contentType: nil) != keying.digest(of: Data("b".utf8), contentType: "a"),
-                "the type and the body are separated")
+        func digest(_ body: String, _ type: String?, keying: BodyKeying = BodyKeying()) -> String {
+            keying.digest(of: Data(body.utf8), contentType: type, contentEncoding: nil)
+        }
+        #expect(digest("a", "text/plain").count == 32 && digest("a", "text/plain").allSatisfy(\.isHexDigit))
+        #expect(digest("a", "text/plain") == "74f8caf89a5a7bdb1e6d0d0b799d9aa8", "SHA-256 of the type, a zero byte, the body")
+        #expect(digest("a", "text/plain") != digest("b", "text/plain"))
+        #expect(digest("a", "text/plain") != digest("a", "text/html"))
+        #expect(digest("ab", nil) != digest("b", "a"), "the type and the body are separated")
         let lowered = BodyKeying(normalizer: { body, _ in Data(String(decoding: body, as: UTF8.self).lowercased().utf8) })
-        #expect(lowered.digest(of: Data("A".utf8), contentType: nil) == lowered.digest(of: Data("a".utf8), contentType: nil))
+        #expect(digest("A", nil, keying: lowered) == digest("a", nil, keying: lowered))
+        let fields = RequestHeaders(D.request("QUERY", headers: ["Content-Type": "text/plain"]))
+        #expect(keying.digest(of: Data("a".utf8), headers: fields) == digest("a", "text/plain"), "from the request's fields")
+    }
+
+    struct CodingRow: Sendable, CustomTestStringConvertible {
+        let field: String?
+        /// The digest of `a` as `text/plain` coded so; nil: that of the uncoded body.
+        let expected: String?
+        var testDescription: String { field.map { "Content-Encoding: \($0)" } ?? "no Content-Encoding" }
+    }
+
+    static let gzipDigest = "008ed7555a3afa0811ec40b2af2e8e3f"
+    static let codingRows: [CodingRow] = [
+        CodingRow(field: nil, expected: nil), CodingRow(field: "", expected: nil), CodingRow(field: "identity", expected: nil),
+        CodingRow(field: " Identity ", expected: nil), CodingRow(field: "gzip", expected: gzipDigest),
+        CodingRow(field: " GZIP ", expected: gzipDigest), CodingRow(field: "gzip, identity", expected: gzipDigest),
+        CodingRow(field: "br", expected: "br"), CodingRow(field: "gzip, br", expected: "gzip,br"),
+        CodingRow(field: "br,gzip", expected: "br,gzip"),
+    ]
+
+    @Test("QUERY draft, Caching: the request's Content-Encoding is keyed (trimmed, lower-cased, identity none); an uncoded body keeps its digest",
+          arguments: codingRows)
+    func digestOfCoding(row: CodingRow) {
+        let keying = BodyKeying()
+        let plain = keying.digest(of: Data("a".utf8), contentType: "text/plain", contentEncoding: nil)
+        let coded = keying.digest(of: Data("a".utf8), contentType: "text/plain", contentEncoding: row.field)
+        switch row.expected {
+        case nil: #expect(coded == plain)
+        case Self.gzipDigest?: #expect(coded == Self.gzipDigest)
+        case let codings?:
+            #expect(coded != plain && coded != Self.gzipDigest)
+            #expect(BodyKeying.codings(row.field) == codings)
+        }
+        let fields = ["Content-Type": "text/plain"].merging(row.field.map { ["Content-Encoding": $0] } ?? [:]) { $1 }
+        #expect(keying.digest(of: Data("a".utf8), headers: RequestHeaders(D.request("QUERY", headers: fields))) == coded)
     }
 
     static func decide(_ method: String, keyed: Bool, entry: CacheEntry?, age: TimeInterval) -> String {

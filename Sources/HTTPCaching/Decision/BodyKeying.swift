@@ -8,8 +8,8 @@ import FoundationNetworking
 /// is safe and cacheable and carries a body.
 ///
 /// A keyed request is cached as a GET is (looked up, stored, revalidated, collapsed), under a
-/// key holding a SHA-256 digest of its `Content-Type` and its body (after `normalizer`); it is
-/// neither passed through nor an invalidation. Credentials partition it as they partition a GET.
+/// key holding a SHA-256 digest of its `Content-Type`, its `Content-Encoding` and its body
+/// (after `normalizer`); it is neither passed through nor an invalidation. Credentials partition it as they partition a GET.
 /// A body larger than `maxBodySize` is not keyed: the request passes through, and a
 /// `notStored(.bodyTooLargeToKey)` event says why.
 public struct BodyKeying: Sendable {
@@ -46,13 +46,32 @@ public struct BodyKeying: Sendable {
         return urls?(url) ?? true
     }
 
-    /// The digest a keyed body adds to the key: SHA-256 of the `Content-Type` and the
-    /// normalised body, 32 hex digits.
-    func digest(of body: Data, contentType: String?) -> String {
+    /// The digest a keyed body adds to the key, from the body and the request's fields as they
+    /// reach the network: what `digest(of:contentType:contentEncoding:)` makes of them.
+    func digest(of body: Data, headers: RequestHeaders) -> String {
+        digest(of: body, contentType: headers.value("Content-Type"), contentEncoding: headers.value("Content-Encoding"))
+    }
+
+    /// The digest a keyed body adds to the key: SHA-256 of the `Content-Type`, the normalised
+    /// body and, for a content-coded body, its codings (`codings(_:)`), 32 hex digits. A body
+    /// with no coding keeps the digest it had before codings were keyed (the type, a zero byte,
+    /// the body); a coded one's message starts with a byte 1, which no field value can start with.
+    func digest(of body: Data, contentType: String?, contentEncoding: String?) -> String {
         let normalized = normalizer?(body, contentType) ?? body
-        var message = Array((contentType ?? "").utf8) + [0]
+        var message: [UInt8] = []
+        if let codings = Self.codings(contentEncoding) { message = [1] + Array(codings.utf8) + [0] }
+        message += Array((contentType ?? "").utf8) + [0]
         message += normalized
         return hexString(SHA256.hash(message).prefix(16))
+    }
+
+    /// The codings a `Content-Encoding` field lists, trimmed, lower-cased and comma-joined,
+    /// `identity` left out; nil when it lists none.
+    static func codings(_ field: String?) -> String? {
+        guard let field else { return nil }
+        let codings = field.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" }
+        return codings.isEmpty ? nil : codings.joined(separator: ",")
     }
 }
 

@@ -144,7 +144,7 @@ struct KeyDerivation: Sendable {
     func ownBodyDigest(of request: URLRequest, headers: RequestHeaders) -> String? {
         let keying = configuration.bodyKeying
         guard let body = request.httpBody, body.count <= keying.maxBodySize, keying.applies(to: request) else { return nil }
-        return keying.digest(of: body, contentType: headers.value("Content-Type"))
+        return keying.digest(of: body, headers: headers)
     }
 
     /// A `Host` field that names another authority than the URL's (lower-cased, trimmed, an

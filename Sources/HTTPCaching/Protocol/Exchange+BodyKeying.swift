@@ -17,7 +17,7 @@ extension Exchange {
             let hop = self.state.withLock { state -> Hop in
                 if case .keyed(let bytes) = read {
                     state.hop.body = .data(bytes)
-                    state.hop.bodyDigest = keying.digest(of: bytes, contentType: state.hop.headers.value("Content-Type"))
+                    state.hop.bodyDigest = keying.digest(of: bytes, headers: state.hop.headers)
                 } else if case .notKeyed(let body, _) = read {
                     state.hop.body = body
                 }
@@ -43,7 +43,7 @@ extension Exchange {
     func bodyDigest(of request: URLRequest, body: HopBody) -> String? {
         let keying = cache.configuration.bodyKeying
         guard keying.applies(to: request), let bytes = body.bytes, bytes.count <= keying.maxBodySize else { return nil }
-        return keying.digest(of: bytes, contentType: binding.keys.headers(request).value("Content-Type"))
+        return keying.digest(of: bytes, headers: binding.keys.headers(request))
     }
 
     /// What reading a body to key it found.

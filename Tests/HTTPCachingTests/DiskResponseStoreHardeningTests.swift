@@ -109,13 +109,19 @@ struct DiskResponseStoreHardeningTests {
         }
     }
 
-    @Test("an entry file grown to 64 GiB is a miss, never a 64 GiB allocation")
-    func sparseHugeFile() throws {
+    /// A store in a new directory holding one entry, and the path of that entry's file.
+    static func storeWithEntry(_ url: String) throws -> (TemporaryDirectory, DiskResponseStore, CacheEntry, String) {
         let directory = TemporaryDirectory()
         let store = try DiskResponseStore(directory: directory.url)
-        let entry = E.entry("/big")
+        let entry = E.entry(url)
         try store.write(entry)
-        let path = directory.path + "/" + DiskResponseStore.fileName(for: entry.key) + ".entry"
+        return (directory, store, entry, directory.path + "/" + DiskResponseStore.fileName(for: entry.key) + ".entry")
+    }
+
+    @Test("an entry file grown to 64 GiB is a miss, never a 64 GiB allocation")
+    func sparseHugeFile() throws {
+        let (directory, store, entry, path) = try Self.storeWithEntry("/big")
+        defer { withExtendedLifetime(directory) {} }
         #expect(truncate(path, 64 << 30) == 0)
         #expect((try? store.entry(for: entry.key)) == nil)
     }
@@ -151,11 +157,8 @@ struct DiskResponseStoreHardeningTests {
 
     @Test("a directory in an entry's place is a miss, and removed: the key is stored again")
     func directoryInPlaceOfEntry() throws {
-        let directory = TemporaryDirectory()
-        let store = try DiskResponseStore(directory: directory.url)
-        let entry = E.entry("/a")
-        try store.write(entry)
-        let path = directory.path + "/" + DiskResponseStore.fileName(for: entry.key) + ".entry"
+        let (directory, store, entry, path) = try Self.storeWithEntry("/a")
+        defer { withExtendedLifetime(directory) {} }
         #expect(unlink(path) == 0)
         #expect(mkdir(path, 0o700) == 0)
         #expect(mkdir(path + "/inner", 0o700) == 0)

@@ -140,17 +140,13 @@ extension CacheEngine {
         for entry in entries { emit(.stored, entry.key, entry.url) }
         if let listing { commitListing(listing) }
         listNoVarySearch(of: entries)
-        listKeyedBody(of: entries)
     }
 
     /// Invalidates what is stored for a URL (RFC 9111 section 4.4): the entry under its key,
-    /// every variant the index lists and the one `headers` select, what is stored for it
-    /// under each `No-Vary-Search` config its URL's index lists, and every keyed body the
-    /// keyed-body index `bodyIndex` lists (`BodyKeying.indexKey(for:)`), then reports
-    /// `invalidated`.
-    func invalidate(_ key: CacheKey, headers: RequestHeaders, url: URL?, bodyIndex: CacheKey? = nil) {
+    /// every variant the index lists and the one `headers` select, and what is stored for it
+    /// under each `No-Vary-Search` config its URL's index lists, then reports `invalidated`.
+    func invalidate(_ key: CacheKey, headers: RequestHeaders, url: URL?) {
         let keys = storedKeys(for: key, headers: headers) + noVarySearchKeys(for: key, headers: headers)
-            + (bodyIndex.map(keyedBodyKeys(listedIn:)) ?? [])
         for stored in keys { remove(stored, url: url) }
         emit(.invalidated, key.primary, url)
     }

@@ -172,9 +172,8 @@ struct KeyDerivation: Sendable {
     ///   - method: the method the key is for; the default is the request's own (GET for HEAD).
     ///   - bodyDigest: a keyed body's digest (`BodyKeying`), added to the key's URL as
     ///     `#body=<digest>` (a fragment no normalized URL has); nil: the digest of the request's
-    ///     `httpBody` when the configuration keys it; empty: the URL of its keyed-body index
-    ///     (`BodyKeying.indexKey(for:)`). A `Host` field naming another authority follows it
-    ///     (`hostOverride`).
+    ///     `httpBody` when the configuration keys it. A `Host` field naming another authority
+    ///     follows it (`hostOverride`).
     ///   - secret: the store's partition secret, asked for only when the request has credentials.
     /// - Throws: what `secret` throws.
     func key(for request: URLRequest, headers: RequestHeaders, method: String? = nil, bodyDigest: String? = nil,
@@ -183,7 +182,7 @@ struct KeyDerivation: Sendable {
         if verb == "HEAD" { verb = "GET" } // a HEAD is answered from the stored GET
         var key = CacheKey(method: verb, url: request.url ?? URL(fileURLWithPath: "/"))
         if let rewriter = configuration.keyRewriter { key = rewriter(key, request) }
-        if let digest = bodyDigest ?? ownBodyDigest(of: request, headers: headers) { key.url += BodyKeying.keyMarker + digest }
+        if let digest = bodyDigest ?? ownBodyDigest(of: request, headers: headers) { key.url += "#body=" + digest }
         if let host = Self.hostOverride(headers.value("Host"), of: request.url) { key.url += "#host=" + host }
         key.variant = nil
         key.namespace = configuration.namespace

@@ -85,16 +85,14 @@ extension Exchange {
         }
     }
 
-    /// Removes the stored GETs of `urls` and their keyed bodies (a QUERY's, a keyed POST's),
-    /// keyed with the credentials of `request`.
+    /// Removes the stored GETs of `urls`, keyed with the credentials of `request`.
     private func invalidate(_ urls: [URL], from request: URLRequest) {
         for url in urls {
             var get = request
             get.url = url
             get.httpMethod = "GET"
             guard let key = try? binding.key(for: get) else { continue }
-            let bodyIndex = (try? binding.key(for: get, bodyDigest: "")).flatMap(BodyKeying.indexKey(for:))
-            cache.invalidate(key, headers: binding.keys.headers(get), url: url, bodyIndex: bodyIndex)
+            cache.invalidate(key, headers: binding.keys.headers(get), url: url)
         }
     }
 

@@ -169,6 +169,20 @@ struct CacheDecisionTests {
         #expect(outcome(Self.decide(Self.request(headers: headers), entry: nil, age: age)) == "bypass", "nothing stored")
     }
 
+    @Test("RFC 9110 §13.1.2, §13.2.1: a stored 404, 410 or 301 never meets the caller's condition; a keyed body's condition passes through",
+          arguments: [404, 410, 301])
+    func callerConditionalNeedsRepresentation(status: Int) {
+        let entry = Self.entry(headers: ["ETag": "\"v1\"", "Date": Self.lastModified, "Cache-Control": "max-age=600"], status: status)
+        let http = CacheConfiguration(policy: .httpSemantics)
+        for headers in [["If-None-Match": "*"], ["If-None-Match": "\"v1\""], ["If-Modified-Since": HTTPDate.format(Self.storedAt)]] {
+            #expect(outcome(Self.decide(Self.request(headers: headers), entry: entry, age: 0, configuration: http)) == "fresh")
+        }
+        let query = Self.request("QUERY", headers: ["If-None-Match": "\"v1\""])
+        let keyed = CacheDecision.decide(request: query, entry: Self.entry(headers: ["ETag": "\"v1\""]), keyedBody: true,
+                                         now: Self.storedAt, configuration: CacheConfiguration(windows: .test(fresh: 60, usable: 3600)))
+        #expect(outcome(keyed) == "bypass")
+    }
+
     @Test("RFC 9110 section 14: a single bytes range is answered from a fresh complete entry; others pass through", arguments: [
         ("bytes=0-0", 1.0, "fresh-range(0-0)"), ("bytes=0-", 1, "fresh-range(0-0)"), ("bytes=-1", 1, "fresh-range(0-0)"),
         ("bytes=5-", 1, "fresh-416"), ("bytes=0-0,1-1", 1, "bypass"), ("items=0-1", 1, "bypass"), ("bytes=x-y", 1, "bypass"),

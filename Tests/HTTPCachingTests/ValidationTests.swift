@@ -172,6 +172,8 @@ extension ValidationTests {
         SelectionRow(notModified: [:], stored: [:], selects: true),
         SelectionRow(notModified: ["Last-Modified": "yesterday"], stored: ["Last-Modified": lm], selects: false),
         SelectionRow(notModified: ["ETag": "\"a\""], stored: [:], selects: false),
+        // A coded body is stored decoded: the HEAD's length is the stored response's own.
+        SelectionRow(notModified: ["ETag": "\"a\"", "Content-Length": "20"], stored: ["ETag": "\"a\"", "Content-Length": "20", "Content-Encoding": "gzip"], selects: true),
     ]
 
     @Test("RFC 9111 §4.3.5: a 200 to a HEAD describes the stored GET when each validator it has (if any), and its length, match",

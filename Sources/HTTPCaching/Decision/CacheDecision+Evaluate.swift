@@ -107,7 +107,7 @@ extension CacheDecision {
         let sent = request.httpMethod?.uppercased() ?? "GET"
         var evaluation = evaluate(request, sent: sent, method: keyedBody ? "GET" : sent, headers: headers, entry: entry,
                                   otherVariant: otherVariant, credentialed: credentialed, now: now, configuration: configuration)
-        if !keyedBody && (sent == "GET" || sent == "HEAD") && CallerConditional.evaluable(headers) {
+        if CallerConditional.evaluable(headers, method: sent) {
             let onlyIfCached = CacheControl(headers.value("Cache-Control"), pragma: nil).has("only-if-cached")
                 || evaluation.policy == .cacheOnly
             evaluation = CallerConditional.adjust(evaluation, headers: headers, entry: entry, onlyIfCached: onlyIfCached)
@@ -176,7 +176,8 @@ extension CacheDecision {
         case .failure(let error): return .decided(Evaluation(.fail(error), .unknownPolicy))
         }
         if policy == .networkOnly { return .decided(Evaluation(.forward(.bypass(.bypass)), policy: policy, .networkOnlyPolicy)) }
-        if let name = conditionalRequestHeaders.first(where: { headers.value($0) != nil }), !CallerConditional.evaluable(headers) {
+        if let name = conditionalRequestHeaders.first(where: { headers.value($0) != nil }),
+           !CallerConditional.evaluable(headers, method: request.httpMethod?.uppercased() ?? "GET") {
             // The caller's own conditional request (other than those `CallerConditional`
             // evaluates) goes to the origin as it is, unless it may not reach the network: it
             // is then not answered.

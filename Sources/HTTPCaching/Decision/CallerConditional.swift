@@ -7,18 +7,23 @@ import FoundationNetworking
 /// 4.3.2): evaluated against a stored entry that may answer the request, else sent to the
 /// origin as the caller made it (its answer passes through, unstored).
 enum CallerConditional {
-    /// Whether the request's conditions are ones the cache evaluates itself: `If-None-Match`
-    /// or `If-Modified-Since`, with none of `If-Match`, `If-Unmodified-Since`, `If-Range` or
+    /// Whether the request's conditions are ones the cache evaluates itself: a GET or HEAD
+    /// (as sent: a keyed body's conditions pass through) with `If-None-Match` or
+    /// `If-Modified-Since`, and none of `If-Match`, `If-Unmodified-Since`, `If-Range` or
     /// `Range` (those always pass through).
-    static func evaluable(_ headers: RequestHeaders) -> Bool {
-        (headers.value("If-None-Match") != nil || headers.value("If-Modified-Since") != nil)
+    static func evaluable(_ headers: RequestHeaders, method: String) -> Bool {
+        (method == "GET" || method == "HEAD")
+            && (headers.value("If-None-Match") != nil || headers.value("If-Modified-Since") != nil)
             && ["If-Match", "If-Unmodified-Since", "If-Range", "Range"].allSatisfy { headers.value($0) == nil }
     }
 
     /// Whether the entry meets the request's condition for a 304 (RFC 9110 section 13.2.2):
     /// `If-None-Match` by weak comparison (`*` matches any), else `If-Modified-Since` against
-    /// the entry's `Last-Modified` (else its `Date`, RFC 9111 section 4.3.2).
+    /// the entry's `Last-Modified` (else its `Date`, else when it was stored: RFC 9111 section
+    /// 4.3.2). Never for an entry that is not a 2xx: conditions apply to a current
+    /// representation only (RFC 9110 sections 13.1.2, 13.2.1).
     static func notModified(_ headers: RequestHeaders, _ entry: CacheEntry) -> Bool {
+        guard (200..<300).contains(entry.statusCode) else { return false }
         if let tags = headers.value("If-None-Match") {
             let list = entityTags(tags)
             if list.contains("*") { return true }
@@ -26,9 +31,8 @@ enum CallerConditional {
             return list.contains { opaque($0) == stored }
         }
         let date = { (value: String?) in value.flatMap { HTTPDate.parse($0, now: entry.storedAt) } }
-        guard let since = date(headers.value("If-Modified-Since")),
-              let modified = date(entry.header("Last-Modified")) ?? date(entry.header("Date")) else { return false }
-        return modified <= since
+        guard let since = date(headers.value("If-Modified-Since")) else { return false }
+        return (date(entry.header("Last-Modified")) ?? date(entry.header("Date")) ?? entry.storedAt) <= since
     }
 
     /// The evaluation of a request with evaluable conditions: an answer from the entry (a
@@ -37,6 +41,7 @@ enum CallerConditional {
     static func adjust(_ evaluation: CacheDecision.Evaluation, headers: RequestHeaders, entry: CacheEntry?,
                        onlyIfCached: Bool) -> CacheDecision.Evaluation {
         var adjusted = evaluation
+        guard evaluation.policy != .networkOnly else { return evaluation }
         switch evaluation.action {
         case .fail:
             return evaluation

@@ -46,7 +46,9 @@ enum Validation {
             return false
         }
         guard let length = head.contentLength else { return true }
-        return entry.partialContent == nil && length == entry.body.count
+        // The stored response's own length (a coded body is stored decoded), else its body's.
+        let stored = entry.header("Content-Length").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? entry.body.count
+        return entry.partialContent == nil && length == stored
     }
 
     private static func opaque(_ etag: String) -> String {

@@ -16,6 +16,7 @@ extension CacheEngine {
     /// Looks an entry up without blocking, when the store can answer from memory: under the
     /// key, else through the configs its URL's `No-Vary-Search` index lists.
     func lookupImmediately(_ key: CacheKey, headers: RequestHeaders) -> ImmediateAnswer {
+        if keyedBodyPurges.withLock({ $0.mayRemove(key) }) { return .needsIO }
         let exact = lookupExactImmediately(key, headers: headers)
         guard case .answered(nil, _) = exact, usesNoVarySearch(key) else { return exact }
         return lookupThroughNoVarySearchImmediately(key, headers: headers) ?? exact
@@ -45,10 +46,19 @@ extension CacheEngine {
     }
 
     /// Looks an entry up, reading the store: under the key (`lookupExact`), else through the
-    /// configs its URL's `No-Vary-Search` index lists (`lookupThroughNoVarySearch`).
+    /// configs its URL's `No-Vary-Search` index lists (`lookupThroughNoVarySearch`). A keyed
+    /// body stored before its URL was invalidated is a miss, and removed unless `changing` is
+    /// false (`explain`).
     /// - Returns: the entry, and whether something is stored under the URL for other `Vary`
     ///   values (nil when the store could not be read, so the cache cannot tell).
-    func lookup(_ key: CacheKey, headers: RequestHeaders) -> (entry: CacheEntry?, otherVariant: Bool?) {
+    func lookup(_ key: CacheKey, headers: RequestHeaders, changing: Bool = true) -> (entry: CacheEntry?, otherVariant: Bool?) {
+        if !changing && keyedBodyPurges.withLock({ $0.mayRemove(key) }) { return (nil, false) }
+        if changing && keyedBodyPurges.withLock({ $0.takeRemoval(of: key) }) {
+            // A keyed body stored before its URL was invalidated: removed, and a miss.
+            if let found = lookupExact(key, headers: headers).entry { remove(found.key, url: found.url) }
+            remove(key.primary, url: URL(string: key.url))
+            return (nil, false)
+        }
         let exact = lookupExact(key, headers: headers)
         guard exact.entry == nil, usesNoVarySearch(key) else { return exact }
         guard let entry = lookupThroughNoVarySearch(key, headers: headers) else { return exact }
@@ -145,7 +155,10 @@ extension CacheEngine {
     /// Invalidates what is stored for a URL (RFC 9111 section 4.4): the entry under its key,
     /// every variant the index lists and the one `headers` select, and what is stored for it
     /// under each `No-Vary-Search` config its URL's index lists, then reports `invalidated`.
+    /// What is stored for it under a keyed body goes at its next lookup in this process
+    /// (`KeyedBodyPurges`).
     func invalidate(_ key: CacheKey, headers: RequestHeaders, url: URL?) {
+        keyedBodyPurges.withLock { $0.invalidate(key) }
         let keys = storedKeys(for: key, headers: headers) + noVarySearchKeys(for: key, headers: headers)
         for stored in keys { remove(stored, url: url) }
         emit(.invalidated, key.primary, url)

@@ -28,6 +28,8 @@ final class CacheEngine: Sendable {
     private let secret = Mutex<[UInt8]?>(nil)
     /// Windows set ahead of time for single entries (`setWindows`), the 10,000 most recent.
     let entryWindows = Mutex(BoundedMap<CacheKey, CacheWindows>(limit: 10_000))
+    /// Keyed bodies to remove at their next lookup, their URL invalidated.
+    let keyedBodyPurges = Mutex(KeyedBodyPurges())
     /// Why the last response for a key was not stored, for `explain`: the 1,000 most recent.
     private let notStored = Mutex(BoundedMap<CacheKey, NotStoredRecord>(limit: 1_000))
 

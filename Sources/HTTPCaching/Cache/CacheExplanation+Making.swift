@@ -70,7 +70,7 @@ extension CacheExplanation {
         do {
             found = Found(headers: headers, key: try keys.key(for: request, headers: headers, method: keyMethod, secret: cache.partitionSecret))
             if method == "GET" || method == "HEAD" || isUnsafe || keyed {
-                (found.entry, found.otherVariant) = cache.lookup(found.key, headers: headers)
+                (found.entry, found.otherVariant) = cache.lookup(found.key, headers: headers, changing: false)
             }
         } catch {
             found = Found(headers: headers, key: keys.key(for: request, headers: headers, method: keyMethod, secret: { [] }))

@@ -192,13 +192,15 @@ extension ResponseStore {
         try removeAll(progress: { _ in })
     }
 
-    /// Removes every entry stored at or after `date`.
+    /// Removes every entry stored at or after `date` (its `storedAt`: for a response from the
+    /// network, when its request was sent).
     /// - Throws: the store's own error when it cannot list or remove.
     func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
         try removeEntries(where: { $0.storedAt >= date }, progress: progress)
     }
 
-    /// Removes every entry stored before `date`.
+    /// Removes every entry stored before `date` (its `storedAt`: for a response from the
+    /// network, when its request was sent).
     /// - Throws: the store's own error when it cannot list or remove.
     func removeEntries(storedBefore date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
         try removeEntries(where: { $0.storedAt < date }, progress: progress)

@@ -87,14 +87,16 @@ public final class HTTPCache: Sendable {
         try store.removeAll(progress: progress)
     }
 
-    /// Removes every entry stored at or after `date`.
+    /// Removes every entry stored at or after `date` (for a response from the network, as of
+    /// when its request was sent).
     /// - Parameter progress: called as entries are removed.
     /// - Throws: the store's error when it cannot list or remove.
     public func removeEntries(storedSince date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {
         try store.removeEntries(storedSince: date, progress: progress)
     }
 
-    /// Removes every entry stored before `date`.
+    /// Removes every entry stored before `date` (for a response from the network, as of when
+    /// its request was sent).
     /// - Parameter progress: called as entries are removed.
     /// - Throws: the store's error when it cannot list or remove.
     public func removeEntries(storedBefore date: Date, progress: (RemovalProgress) -> Void = { _ in }) throws {

@@ -116,6 +116,21 @@ struct DownloadTaskTests {
         #expect(h.origin.requestCount("/file") == 2)
     }
 
+    @Test("RFC 9111 §4.2.3: the time a download took counts in the age of what it stored, as for a data task")
+    func downloadDelayCountsInAge() async throws {
+        let h = try Harness(configuration: CacheConfiguration(policy: .httpSemantics))
+        h.origin.route("/slow") { _, hit in
+            h.clock.advance(by: 3) // the origin takes this long to answer
+            return .init(headers: [("Cache-Control", "max-age=4"), ("Age", "1")], text: "slow \(hit)")
+        }
+        let session = session(h, caching: true)
+        defer { session.finishTasksAndInvalidate() }
+        #expect(await download(session, h.origin.url("/slow")).file == Data("slow 1".utf8))
+        #expect(await h.recorder.wait(for: .stored))
+        let later = try await h.get("/slow")
+        #expect(later.status != .fresh && later.text == "slow 2", "age 1 + 3 s on the way, lifetime 4")
+    }
+
     @Test("with a delegate: progress, the file, completion, in Foundation's order; redirects ask the delegate")
     func delegate() async throws {
         let h = try Harness()

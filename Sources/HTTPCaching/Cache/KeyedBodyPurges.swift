@@ -12,9 +12,9 @@ struct KeyedBodyPurges {
     static let keysPerURL = 256
 
     /// The key of the GET whose invalidation reaches a keyed body's key; nil for a key without
-    /// a body.
+    /// a body (a GET's, at once: no body is keyed for GET or HEAD, so a hit never searches).
     static func base(of key: CacheKey) -> CacheKey? {
-        guard let marker = key.url.range(of: "#body=") else { return nil }
+        guard key.method != "GET", let marker = key.url.range(of: "#body=") else { return nil }
         let rest = key.url[marker.upperBound...]
         var base = key.primary
         base.method = "GET"

@@ -18,10 +18,12 @@ struct DownloadStoring: @unchecked Sendable {
     private let response: HTTPURLResponse
     private let file: URL
     private let binding: ProtocolBinding
+    /// When the download's request was sent: its age counts from there, as a data task's does.
+    private let sentAt: Date?
 
     /// What to store after a download; nil when there is nothing that could be stored (not a
     /// download task, not a GET, no HTTP response, or no file to read).
-    init?(task: URLSessionTask, inner: URLProtocol, binding: ProtocolBinding) {
+    init?(task: URLSessionTask, inner: URLProtocol, binding: ProtocolBinding, sentAt: Date?) {
         guard task is URLSessionDownloadTask, let request = task.currentRequest ?? task.originalRequest,
               (request.httpMethod?.uppercased() ?? "GET") == "GET", let url = request.url,
               let response = task.response as? HTTPURLResponse,
@@ -31,6 +33,7 @@ struct DownloadStoring: @unchecked Sendable {
         self.response = response
         self.file = file
         self.binding = binding
+        self.sentAt = sentAt
     }
 
     /// Decides as for a data task's answer, and stores the file's bytes when that says so.
@@ -46,6 +49,7 @@ struct DownloadStoring: @unchecked Sendable {
         var transaction = CacheTransaction(context)
         let now = cache.now()
         var actions = transaction.start(entry: nil, now: now).filter(\.isStoreWork)
+        if let sentAt { transaction.sent(at: sentAt) }
         actions += transaction.head(ResponseHead(response), now: now).filter(\.isStoreWork)
         if transaction.storesAnswer {
             guard let body = Self.read(file, limit: cache.store.maxEntrySize) else {

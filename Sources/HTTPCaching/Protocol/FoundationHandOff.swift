@@ -43,7 +43,10 @@ final class FoundationHandOff: @unchecked Sendable {
             defer { started = true }
             return !started
         }
-        if first { relay.binding.count(originRequests: 1) }
+        if first {
+            relay.binding.count(originRequests: 1)
+            relay.sentAt.withLock { $0 = relay.binding.engine.now() }
+        }
         inner.startLoading()
     }
 
@@ -63,6 +66,8 @@ final class FoundationHandOff: @unchecked Sendable {
         private let task: URLSessionTask
         let binding: ProtocolBinding
         private let stopped = Mutex(false)
+        /// When the transfer first started: what it downloads is stored as of then.
+        let sentAt = Mutex<Date?>(nil)
 
         init(client: any URLProtocolClient, task: URLSessionTask, binding: ProtocolBinding) {
             self.client = client
@@ -104,7 +109,8 @@ final class FoundationHandOff: @unchecked Sendable {
         /// that queue; the end then comes back to it, unless the task ended meanwhile.
         func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
             binding.count(fetchedFromOrigin: Int(task.countOfBytesReceived))
-            guard let storing = DownloadStoring(task: task, inner: `protocol`, binding: binding),
+            guard let storing = DownloadStoring(task: task, inner: `protocol`, binding: binding,
+                                                sentAt: sentAt.withLock { $0 }),
                   let queue = TaskIntrospection.workQueue(of: task) else {
                 return client.urlProtocolDidFinishLoading(`protocol`)
             }

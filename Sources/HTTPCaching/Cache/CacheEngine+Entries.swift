@@ -16,7 +16,7 @@ extension CacheEngine {
     /// Looks an entry up without blocking, when the store can answer from memory: under the
     /// key, else through the configs its URL's `No-Vary-Search` index lists.
     func lookupImmediately(_ key: CacheKey, headers: RequestHeaders) -> ImmediateAnswer {
-        if keyedBodyPurges.withLock({ $0.mayRemove(key) }) { return .needsIO }
+        if KeyedBodyPurges.concerns(key), keyedBodyPurges.withLock({ $0.mayRemove(key) }) { return .needsIO }
         let exact = lookupExactImmediately(key, headers: headers)
         guard case .answered(nil, _) = exact, usesNoVarySearch(key) else { return exact }
         return lookupThroughNoVarySearchImmediately(key, headers: headers) ?? exact
@@ -52,10 +52,13 @@ extension CacheEngine {
     /// - Returns: the entry, and whether something is stored under the URL for other `Vary`
     ///   values (nil when the store could not be read, so the cache cannot tell).
     func lookup(_ key: CacheKey, headers: RequestHeaders, changing: Bool = true) -> (entry: CacheEntry?, otherVariant: Bool?) {
-        if !changing && keyedBodyPurges.withLock({ $0.mayRemove(key) }) { return (nil, false) }
-        if changing && keyedBodyPurges.withLock({ $0.takeRemoval(of: key) }) {
-            // A keyed body stored before its URL was invalidated: removed, and a miss.
-            if let found = lookupExact(key, headers: headers).entry { remove(found.key, url: found.url) }
+        if KeyedBodyPurges.concerns(key),
+           keyedBodyPurges.withLock({ changing ? $0.takeRemoval(of: key) : $0.mayRemove(key) }) {
+            // A keyed body stored before its URL was invalidated: a miss, and removed (the
+            // variant found, and the entry under the key) unless only explaining.
+            guard changing else { return (nil, false) }
+            let found = lookupExact(key, headers: headers).entry
+            if let found, found.key != key.primary { remove(found.key, url: found.url) }
             remove(key.primary, url: URL(string: key.url))
             return (nil, false)
         }

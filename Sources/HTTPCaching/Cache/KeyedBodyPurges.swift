@@ -11,10 +11,16 @@ struct KeyedBodyPurges {
     /// at its next lookup (a miss more, never a stale answer).
     static let keysPerURL = 256
 
+    /// Whether `key` may be a keyed body's: not a GET's (no body is keyed for GET or HEAD), so a
+    /// GET's lookup asks nothing more, and takes no lock.
+    static func concerns(_ key: CacheKey) -> Bool {
+        key.method != "GET"
+    }
+
     /// The key of the GET whose invalidation reaches a keyed body's key; nil for a key without
-    /// a body (a GET's, at once: no body is keyed for GET or HEAD, so a hit never searches).
+    /// a body.
     static func base(of key: CacheKey) -> CacheKey? {
-        guard key.method != "GET", let marker = key.url.range(of: "#body=") else { return nil }
+        guard concerns(key), let marker = key.url.range(of: "#body=") else { return nil }
         let rest = key.url[marker.upperBound...]
         var base = key.primary
         base.method = "GET"

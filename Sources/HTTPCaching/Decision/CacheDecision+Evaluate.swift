@@ -105,22 +105,29 @@ extension CacheDecision {
                          credentialed: Bool? = nil, keyedBody: Bool = false, now: Date, configuration: CacheConfiguration) -> Evaluation {
         let headers = headers ?? RequestHeaders(request)
         let sent = request.httpMethod?.uppercased() ?? "GET"
-        var evaluation = evaluate(request, sent: sent, method: keyedBody ? "GET" : sent, headers: headers, entry: entry,
-                                  otherVariant: otherVariant, credentialed: credentialed, now: now, configuration: configuration)
-        if CallerConditional.evaluable(headers, method: sent) {
-            let onlyIfCached = CacheControl(headers.value("Cache-Control"), pragma: nil).has("only-if-cached")
-                || evaluation.policy == .cacheOnly
-            evaluation = CallerConditional.adjust(evaluation, headers: headers, entry: entry, onlyIfCached: onlyIfCached)
+        let method = keyedBody ? "GET" : sent
+        // The caller's own condition, looked for once: evaluated here, or passed through by the gate.
+        let condition = method == "GET" || method == "HEAD" ? conditionalRequestHeaders.first { headers.value($0) != nil } : nil
+        let evaluated = condition != nil && CallerConditional.evaluable(headers, method: sent)
+        var evaluation = evaluate(request, sent: sent, method: method, headers: headers, condition: evaluated ? nil : condition,
+                                  entry: entry, otherVariant: otherVariant, credentialed: credentialed, now: now,
+                                  configuration: configuration)
+        if evaluated {
+            evaluation = CallerConditional.adjust(evaluation, headers: headers, entry: entry,
+                                                  onlyIfCached: mayNotReachNetwork(headers, policy: evaluation.policy))
         }
         if keyedBody { evaluation.notes.insert(.bodyKeyed(method: sent, validates: sent == "QUERY"), at: 0) }
         return evaluation
     }
 
     /// `evaluate` for the method decided on (`sent`, or GET for a keyed body).
-    private static func evaluate(_ request: URLRequest, sent: String, method: String, headers: RequestHeaders, entry: CacheEntry?,
-                                 otherVariant: Bool?, credentialed: Bool?, now: Date, configuration: CacheConfiguration) -> Evaluation {
+    /// - Parameter condition: the conditional field the caller's request passes through with, if any.
+    private static func evaluate(_ request: URLRequest, sent: String, method: String, headers: RequestHeaders, condition: String?,
+                                 entry: CacheEntry?, otherVariant: Bool?, credentialed: Bool?, now: Date,
+                                 configuration: CacheConfiguration) -> Evaluation {
         let policy: CachingPolicy
-        switch gate(request, method: method, headers: headers, credentialed: credentialed, configuration: configuration) {
+        switch gate(request, method: method, headers: headers, condition: condition, credentialed: credentialed,
+                    configuration: configuration) {
         case .decided(let evaluation): return evaluation
         case .policy(let resolved): policy = resolved
         }
@@ -160,11 +167,16 @@ extension CacheDecision {
         case policy(CachingPolicy)
     }
 
+    /// Whether the request may not reach the network: `only-if-cached`, or the cache-only policy.
+    private static func mayNotReachNetwork(_ headers: RequestHeaders, policy: CachingPolicy?) -> Bool {
+        policy == .cacheOnly || CacheControl(headers.value("Cache-Control"), pragma: nil).has("only-if-cached")
+    }
+
     /// What is decided before the entry matters: methods not answered from the store, the
-    /// request's policy, the network-only policy, the caller's own conditional requests,
-    /// credentials the configuration does not cache.
-    private static func gate(_ request: URLRequest, method: String, headers: RequestHeaders, credentialed: Bool?,
-                             configuration: CacheConfiguration) -> Gate {
+    /// request's policy, the network-only policy, the caller's own conditional requests that
+    /// pass through (`condition`, their field), credentials the configuration does not cache.
+    private static func gate(_ request: URLRequest, method: String, headers: RequestHeaders, condition: String?,
+                             credentialed: Bool?, configuration: CacheConfiguration) -> Gate {
         guard method == "GET" || method == "HEAD" else {
             let safe = safeMethods.contains(method)
             return .decided(Evaluation(.forward(.bypass(.method, passThrough: true, invalidates: !safe)),
@@ -176,12 +188,11 @@ extension CacheDecision {
         case .failure(let error): return .decided(Evaluation(.fail(error), .unknownPolicy))
         }
         if policy == .networkOnly { return .decided(Evaluation(.forward(.bypass(.bypass)), policy: policy, .networkOnlyPolicy)) }
-        if let name = conditionalRequestHeaders.first(where: { headers.value($0) != nil }),
-           !CallerConditional.evaluable(headers, method: request.httpMethod?.uppercased() ?? "GET") {
+        if let name = condition {
             // The caller's own conditional request (other than those `CallerConditional`
             // evaluates) goes to the origin as it is, unless it may not reach the network: it
             // is then not answered.
-            if policy == .cacheOnly || CacheControl(headers.value("Cache-Control"), pragma: nil).has("only-if-cached") {
+            if mayNotReachNetwork(headers, policy: policy) {
                 return .decided(Evaluation(.fail(.notCached), policy: policy, .notCachedAndNoNetwork))
             }
             return .decided(Evaluation(.forward(.bypass(.bypass, passThrough: true)), policy: policy, .conditionalRequest(field: name)))

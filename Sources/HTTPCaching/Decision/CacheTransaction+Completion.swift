@@ -54,10 +54,10 @@ extension CacheTransaction {
         guard receiving.storing, let range = ContentRange(head.header("Content-Range")), range.count == receiving.body.count else {
             return [.emit(.notStored(.unusablePart("its content is not what its Content-Range gives")))] + failure
         }
-        let part = makeEntry(head, body: receiving.body, now: sentAt ?? now)
+        let part = makeEntry(head, body: receiving.body, now: now)
         let combination = PartialEntries.combine(part: part, range: range, head: head, previous: receiving.previous,
                                                  keepingCookies: context.configuration.storesResponsesSettingCookies,
-                                                 maxSpans: context.configuration.maxPartialSpans, now: sentAt ?? now)
+                                                 maxSpans: context.configuration.maxPartialSpans, now: part.storedAt)
         guard case .entry(var entry, _) = combination, entry.partialContent == nil else { return failure }
         entry.key = storageKey(entry.header)
         entry.usefulUntil = CacheDecision.usefulUntil(entry, configuration: context.configuration)

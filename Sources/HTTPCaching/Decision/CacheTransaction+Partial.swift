@@ -80,10 +80,10 @@ extension CacheTransaction {
             let count = receiving.body.count
             return [.emit(.notStored(.unusablePart("its content (\(count) bytes) is not what its Content-Range gives")))]
         }
-        let part = makeEntry(head, body: receiving.body, now: sentAt ?? now)
+        let part = makeEntry(head, body: receiving.body, now: now)
         let combination = PartialEntries.combine(part: part, range: range, head: head, previous: receiving.previous,
                                                  keepingCookies: context.configuration.storesResponsesSettingCookies,
-                                                 maxSpans: context.configuration.maxPartialSpans, now: sentAt ?? now)
+                                                 maxSpans: context.configuration.maxPartialSpans, now: part.storedAt)
         guard case .entry(let entry, _) = combination else {
             return [.emit(.notStored(.tooManySpans(limit: context.configuration.maxPartialSpans)))]
         }

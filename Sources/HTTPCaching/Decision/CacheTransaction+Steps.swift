@@ -241,6 +241,7 @@ extension CacheTransaction {
         return actions
     }
 
+    /// The entry a response arriving at `now` is stored as: as of when its request was sent.
     func makeEntry(_ head: ResponseHead, body: Data, now: Date) -> CacheEntry {
         let names = Vary.names(head.header("Vary"))
         return CacheEntry(key: storageKey(head.header),
@@ -248,7 +249,7 @@ extension CacheTransaction {
                           statusCode: head.statusCode,
                           headers: Storability.storedHeaders(of: head, keepingCookies: context.configuration.storesResponsesSettingCookies),
                           body: body,
-                          storedAt: now,
+                          storedAt: sentAt ?? now,
                           windows: context.entryWindows,
                           varyValues: Vary.values(names: names, headers: context.headers))
     }

@@ -320,7 +320,7 @@ struct CacheTransaction {
         if receiving.completing { return endCompletion(receiving, now: now) }
         if receiving.storing && receiving.plan.storesPart && receiving.head.statusCode == 206 { return endPart(receiving, now: now) }
         if receiving.storing {
-            let entry = makeEntry(receiving.head, body: receiving.body, now: sentAt ?? now)
+            let entry = makeEntry(receiving.head, body: receiving.body, now: now)
             if var chosen = context.configuration.responseCacher.apply(context.request, entry) {
                 if chosen.key == entry.key { chosen.key = storageKey(chosen.header) } // its fields may have changed
                 chosen.usefulUntil = CacheDecision.usefulUntil(chosen, configuration: context.configuration)

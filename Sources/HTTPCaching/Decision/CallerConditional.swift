@@ -27,8 +27,10 @@ enum CallerConditional {
         if let tags = headers.value("If-None-Match") {
             let list = entityTags(tags)
             if list.contains("*") { return true }
-            guard let stored = entry.header("ETag").map({ opaque($0.trimmingCharacters(in: .whitespaces)) }) else { return false }
-            return list.contains { opaque($0) == stored }
+            guard let stored = entry.header("ETag").map({ Validation.opaque($0.trimmingCharacters(in: .whitespaces)) }) else {
+                return false
+            }
+            return list.contains { Validation.opaque($0) == stored }
         }
         let date = { (value: String?) in value.flatMap { HTTPDate.parse($0, now: entry.storedAt) } }
         guard let since = date(headers.value("If-Modified-Since")) else { return false }
@@ -73,10 +75,5 @@ enum CallerConditional {
         }
         tags.append(current.trimmingCharacters(in: .whitespaces))
         return tags.filter { !$0.isEmpty }
-    }
-
-    /// The tag without its weakness mark, for weak comparison.
-    private static func opaque(_ tag: String) -> String {
-        tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
     }
 }

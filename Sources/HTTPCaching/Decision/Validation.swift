@@ -27,31 +27,31 @@ enum Validation {
             if etag.hasPrefix("W/") { return opaque(etag) == opaque(stored) }
             return !stored.hasPrefix("W/") && etag == stored
         }
-        if let lastModified = notModified.header("Last-Modified") {
-            guard let date = HTTPDate.parse(lastModified, now: entry.storedAt) else { return false }
-            return entry.header("Last-Modified").flatMap { HTTPDate.parse($0, now: entry.storedAt) } == date
-        }
+        if let lastModified = notModified.header("Last-Modified") { return sameLastModified(lastModified, as: entry) }
         return true
+    }
+
+    /// Whether a `Last-Modified` value is a date equal to the entry's own.
+    private static func sameLastModified(_ value: String, as entry: CacheEntry) -> Bool {
+        guard let date = HTTPDate.parse(value, now: entry.storedAt) else { return false }
+        return entry.header("Last-Modified").flatMap { HTTPDate.parse($0, now: entry.storedAt) } == date
     }
 
     /// Whether a 200 to a HEAD describes the stored GET response (RFC 9111 section 4.3.5):
     /// each validator it has (none is no mismatch) equals the entry's, and so does its
     /// `Content-Length` if it has one.
     static func headDescribes(_ head: ResponseHead, _ entry: CacheEntry) -> Bool {
-        let etag = head.header("ETag")?.trimmingCharacters(in: .whitespaces)
-        let lastModified = head.header("Last-Modified").flatMap { HTTPDate.parse($0, now: entry.storedAt) }
-        if head.header("Last-Modified") != nil && lastModified == nil { return false }
-        if let etag, etag != entry.header("ETag")?.trimmingCharacters(in: .whitespaces) { return false }
-        if let lastModified, lastModified != entry.header("Last-Modified").flatMap({ HTTPDate.parse($0, now: entry.storedAt) }) {
-            return false
-        }
+        if let etag = head.header("ETag")?.trimmingCharacters(in: .whitespaces),
+           etag != entry.header("ETag")?.trimmingCharacters(in: .whitespaces) { return false }
+        if let lastModified = head.header("Last-Modified"), !sameLastModified(lastModified, as: entry) { return false }
         guard let length = head.contentLength else { return true }
         // The stored response's own length (a coded body is stored decoded), else its body's.
         let stored = entry.header("Content-Length").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? entry.body.count
         return entry.partialContent == nil && length == stored
     }
 
-    private static func opaque(_ etag: String) -> String {
+    /// An entity tag without its weakness mark, for weak comparison.
+    static func opaque(_ etag: String) -> String {
         etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
     }
 

@@ -35,18 +35,15 @@ final class FoundationHandOff: @unchecked Sendable {
         inner = type.init(task: task, cachedResponse: nil, client: relay)
     }
 
-    private let started = Mutex(false)
-
-    /// Starts the transfer, or resumes it after a suspension (Foundation's class tells which).
+    /// Starts the transfer, or resumes it after a suspension (Foundation's class tells which;
+    /// the first start is the one that records when the request was sent).
     func start() {
-        let first = started.withLock { started in
-            defer { started = true }
-            return !started
+        let now = relay.binding.engine.now()
+        let first = relay.sentAt.withLock { sentAt in
+            defer { sentAt = sentAt ?? now }
+            return sentAt == nil
         }
-        if first {
-            relay.binding.count(originRequests: 1)
-            relay.sentAt.withLock { $0 = relay.binding.engine.now() }
-        }
+        if first { relay.binding.count(originRequests: 1) }
         inner.startLoading()
     }
 
@@ -66,7 +63,7 @@ final class FoundationHandOff: @unchecked Sendable {
         private let task: URLSessionTask
         let binding: ProtocolBinding
         private let stopped = Mutex(false)
-        /// When the transfer first started: what it downloads is stored as of then.
+        /// When the transfer first started (nil before): what it downloads is stored as of then.
         let sentAt = Mutex<Date?>(nil)
 
         init(client: any URLProtocolClient, task: URLSessionTask, binding: ProtocolBinding) {

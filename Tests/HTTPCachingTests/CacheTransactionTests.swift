@@ -86,12 +86,27 @@ struct CacheTransactionTests {
         #expect(Self.names(useless.start(entry: Self.entry(headers: [:], age: 4000), now: Self.t0)) == ["remove", "forward"])
     }
 
-    @Test("start: only-if-cached with nothing usable fails as notCached; an unknown policy name fails without the network")
+    @Test("start: only-if-cached with nothing usable is a 504 (RFC 9111 5.2.1.7), cache-only fails as notCached; an unknown policy name fails without the network")
     func startFails() {
         var request = URLRequest(url: Self.url)
         request.setValue("only-if-cached", forHTTPHeaderField: "Cache-Control")
         var onlyIfCached = Self.transaction(request)
-        #expect(onlyIfCached.start(entry: nil, now: Self.t0) == [.emit(.served(.miss)), .fail(.caching(.notCached))])
+        let gatewayTimeout = ResponseHead(statusCode: 504, headers: ["Content-Length": "0"], url: Self.url)
+        #expect(onlyIfCached.start(entry: nil, now: Self.t0)
+                == [.emit(.served(.miss)), .respond(gatewayTimeout, Disposition(status: .miss, detail: "only-if-cached")), .finish])
+        // The cache-only policy forbids the network as Foundation's cache does: the task fails.
+        for cacheOnly in [URLRequest(url: Self.url, cachePolicy: .returnCacheDataDontLoad), {
+            var named = request
+            named.setValue("cache-only", forHTTPHeaderField: HTTPCachingHeaders.policy)
+            return named
+        }()] {
+            var withHeader = cacheOnly
+            withHeader.setValue("only-if-cached", forHTTPHeaderField: "Cache-Control")
+            for asked in [cacheOnly, withHeader] {
+                var transaction = Self.transaction(asked)
+                #expect(transaction.start(entry: nil, now: Self.t0) == [.emit(.served(.miss)), .fail(.caching(.notCached))])
+            }
+        }
         var unknown = URLRequest(url: Self.url)
         unknown.setValue("nope", forHTTPHeaderField: HTTPCachingHeaders.policy)
         var transaction = Self.transaction(unknown)

@@ -93,6 +93,14 @@ enum CacheDecision {
         return .success(policy(for: request.cachePolicy) ?? configuration.policy)
     }
 
+    /// Whether a request nothing stored may answer without the network (`HTTPCachingError.notCached`
+    /// from the decision) is answered with HTTP's 504 (Gateway Timeout) instead, as RFC 9111
+    /// 5.2.1.7 says for `only-if-cached`: yes when the request's own `only-if-cached` forbade the
+    /// network, no under the cache-only policy (`.returnCacheDataDontLoad` included), which fails.
+    static func answersGatewayTimeout(_ request: URLRequest, configuration: CacheConfiguration) -> Bool {
+        policy(for: request, configuration: configuration) != .cacheOnly
+    }
+
     /// The policy for a request, the configuration's when the request names an unknown one.
     static func policy(for request: URLRequest, configuration: CacheConfiguration) -> CachingPolicy {
         (try? resolvePolicy(for: request, configuration: configuration).get()) ?? configuration.policy

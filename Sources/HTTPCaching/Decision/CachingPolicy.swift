@@ -83,7 +83,7 @@ public struct CachingPolicy: Sendable, Hashable, CustomStringConvertible, Encoda
 /// it with `CachingPolicy.custom(_:_:)`.
 public protocol CachePolicyRule: Sendable {
     /// Decides for a request that has a stored entry (a request without one always goes to
-    /// the network, unless the request says `only-if-cached`).
+    /// the network, unless the request says `only-if-cached`: then it is answered 504).
     func verdict(for context: CachePolicyContext) -> CachePolicyVerdict
 }
 

@@ -19,8 +19,9 @@ public struct HTTPCachingError: Error, Hashable, Sendable, CustomStringConvertib
         /// A download task reached the cache and Foundation's own HTTP class, which runs
         /// download tasks, could not be found.
         public static let downloadTaskUnsupported = Code(name: "downloadTaskUnsupported")
-        /// The request forbade the network (`only-if-cached`, the cache-only policy) and
-        /// nothing stored may answer it: HTTP's 504 for only-if-cached.
+        /// The cache-only policy (`.returnCacheDataDontLoad` included) forbade the network
+        /// and nothing stored may answer. A request's own `only-if-cached` gets HTTP's 504
+        /// under any other policy.
         public static let notCached = Code(name: "notCached")
         /// The request names a policy the cache does not know.
         public static let unknownPolicy = Code(name: "unknownPolicy")
@@ -91,7 +92,7 @@ public struct HTTPCachingError: Error, Hashable, Sendable, CustomStringConvertib
 
     static let downloadTaskUnsupported = Self(.downloadTaskUnsupported,
                                               "Foundation's own HTTP class, which runs download tasks, could not be found")
-    static let notCached = Self(.notCached, "no stored response may answer this request, and it forbids the network (only-if-cached)")
+    static let notCached = Self(.notCached, "no stored response may answer this request, and it forbids the network (cache-only)")
     static let uploadBodyUnavailable = Self(.uploadBodyUnavailable, "the upload task's body could not be read, so the request was not sent")
     static let storeUnavailableForCredentials = Self(.storeUnavailableForCredentials,
                                                      "the store could not give the secret that partitions credentialed entries")

@@ -191,7 +191,7 @@ struct CollapsingTests {
         leader.resume()
         #expect(await gate.reached(count: 1, timeout: 30))
         let fetches = (0..<3).map { _ in StartedFetch(h.session, URLRequest(url: h.origin.url("/s"))) }
-        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 3 })
+        #expect(await h.cache.engine.flights.followers(of: key, until: { $0 == 3 }, timeout: 30))
         if cancelled { leader.cancel() }
         gate.open()
         for fetch in fetches {
@@ -214,7 +214,7 @@ struct CollapsingTests {
         let fetches = (0..<64).map { _ in StartedFetch(h.session, URLRequest(url: h.origin.url("/hot"))) }
         // The origin holds the leader's answer until the 63 others wait on it.
         #expect(await gate.reached(count: 1, timeout: 30))
-        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 63 })
+        #expect(await h.cache.engine.flights.followers(of: key, until: { $0 == 63 }, timeout: 30))
         gate.open()
         var results: [FetchResult] = []
         for fetch in fetches { results.append(try await fetch.value) }
@@ -239,7 +239,7 @@ struct CollapsingTests {
         let first = StartedFetch(h.session, request)
         #expect(await gate.reached(count: 1, timeout: 30))
         let second = StartedFetch(h.session, request), third = StartedFetch(h.session, request)
-        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 2 })
+        #expect(await h.cache.engine.flights.followers(of: key, until: { $0 == 2 }, timeout: 30))
         gate.open()
         let bodies = try await [first.value.text, second.value.text, third.value.text]
         #expect(Set(bodies).count == 3, "each caller got its own answer: \(bodies)")
@@ -258,9 +258,9 @@ struct CollapsingTests {
         #expect(await gate.reached(count: 1, timeout: 30))
         let follower = h.session.dataTask(with: h.origin.url("/slow"))
         follower.resume()
-        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 1 })
+        #expect(await h.cache.engine.flights.followers(of: key, until: { $0 == 1 }, timeout: 30))
         follower.cancel()
-        #expect(await eventually(timeout: 30) { h.cache.engine.flights.followers(of: key) == 0 }, "the cancelled follower left the flight")
+        #expect(await h.cache.engine.flights.followers(of: key, until: { $0 == 0 }, timeout: 30), "the cancelled follower left the flight")
         gate.open()
         #expect(try await leader.value.text == "lead")
         #expect(h.origin.requestCount("/slow") == 1)

@@ -129,8 +129,10 @@ func builtExecutable(named name: String) -> URL {
         ? beside : directory.deletingLastPathComponent().appendingPathComponent(name)
 }
 
-/// Waits until `condition` holds, checking every 2 ms; false after `timeout` seconds. For
-/// states that no event reports (a request waiting in a flight, a claim refused).
+/// Waits until `condition` holds, checking every 2 ms; false after `timeout` seconds. Only for
+/// states no event in this process reports: a Redis server's or a failover's progress, what
+/// a near cache learned from Redis, an object's deallocation. A flight's followers are
+/// awaited on the flight itself (`Flights.followers(of:until:timeout:)`).
 func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) async -> Bool {
     let deadline = Date(timeIntervalSinceNow: timeout)
     while !condition() {

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Requests in flight per key, so concurrent misses for one key send one request: the first
@@ -6,10 +7,18 @@ final class Flights: Sendable {
     enum Role { case leader, follower }
 
     private let waiting = Mutex<[CacheKey: [UncheckedBox<Exchange>]]>([:])
+    /// Those waiting for a flight to reach a number of followers (`followers(of:until:timeout:)`).
+    private let watches = Mutex<[Watch]>([])
+
+    private struct Watch {
+        let key: CacheKey
+        let holds: @Sendable (Int) -> Bool
+        let answer: Answer
+    }
 
     /// Joins the flight for a key: the first to join leads it.
     func join(_ key: CacheKey, _ exchange: Exchange) -> Role {
-        waiting.withLock { waiting in
+        let role = waiting.withLock { waiting -> Role in
             if waiting[key] != nil {
                 waiting[key]!.append(UncheckedBox(exchange))
                 return .follower
@@ -17,6 +26,8 @@ final class Flights: Sendable {
             waiting[key] = []
             return .leader
         }
+        changed(key)
+        return role
     }
 
     /// How many requests wait on the flight for a key.
@@ -29,12 +40,48 @@ final class Flights: Sendable {
         waiting.withLock { waiting in
             waiting[key]?.removeAll { $0.value === exchange }
         }
+        changed(key)
     }
 
     /// The leader is done: each follower gets what it stored (nil if nothing), or reads the
     /// store (`readStore`: the leader wrote the body there, not to memory).
     func end(_ key: CacheKey, entry: CacheEntry?, readStore: Bool = false) {
         let followers = waiting.withLock { $0.removeValue(forKey: key) } ?? []
+        changed(key)
         for follower in followers { follower.value.collapsedResult(entry, readStore: readStore) }
+    }
+
+    /// Waits until the number of requests waiting on `key`'s flight satisfies `holds`, checked
+    /// now and at every join, leave and end; false after `timeout` seconds. For tests, which
+    /// wait on what happens rather than poll.
+    func followers(of key: CacheKey, until holds: @escaping @Sendable (Int) -> Bool, timeout: TimeInterval) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let answer = Answer(continuation)
+            watches.withLock { $0.append(Watch(key: key, holds: holds, answer: answer)) }
+            changed(key)
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
+                watches.withLock { $0.removeAll { $0.answer === answer } }
+                answer.give(false)
+            }
+        }
+    }
+
+    /// Answers the watches on `key` whose condition now holds.
+    private func changed(_ key: CacheKey) {
+        let met = watches.withLock { watches -> [Watch] in
+            guard watches.contains(where: { $0.key == key }) else { return [] }
+            let count = followers(of: key)
+            let met = watches.filter { $0.key == key && $0.holds(count) }
+            watches.removeAll { watch in met.contains { $0.answer === watch.answer } }
+            return met
+        }
+        for watch in met { watch.answer.give(true) }
+    }
+
+    /// A continuation resumed once, by whichever comes first.
+    private final class Answer: Sendable {
+        private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
+        init(_ continuation: CheckedContinuation<Bool, Never>) { self.continuation = Mutex(continuation) }
+        func give(_ value: Bool) { continuation.withLock { $0.take() }?.resume(returning: value) }
     }
 }

@@ -53,4 +53,18 @@ extension FidelityRuleTests {
         #expect(CacheStatusField.appending("HTTPCaching; hit", to: "  ") == "HTTPCaching; hit")
         #expect(CacheStatusField.member(Disposition(status: .fresh, hit: true), cacheName: "my cache") == "\"my cache\"; hit")
     }
+
+    @Test("RFC 9211: the Cache-Status member of each kind of answer")
+    func cacheStatus() {
+        func member(_ disposition: Disposition) -> String { CacheStatusField.member(disposition, cacheName: "HTTPCaching") }
+        #expect(member(Disposition(status: .fresh, hit: true, ttl: 42.7, age: 17)) == "HTTPCaching; hit; ttl=42")
+        #expect(member(Disposition(status: .stale, hit: true, ttl: -3.2)) == "HTTPCaching; hit; ttl=-4")
+        #expect(member(Disposition(status: .miss, forward: .uriMiss, forwardStatus: 200, stored: true)) == "HTTPCaching; fwd=uri-miss; fwd-status=200; stored")
+        #expect(member(Disposition(status: .miss, forward: .varyMiss, forwardStatus: 200, stored: true, collapsed: true))
+                == "HTTPCaching; fwd=vary-miss; fwd-status=200; stored; collapsed")
+        #expect(member(Disposition(status: .fallback, forward: .stale, detail: "the origin answered 503")) == "HTTPCaching; fwd=stale; detail=\"the origin answered 503\"")
+        #expect(CacheStatusField.member(Disposition(status: .bypass, forward: .method), cacheName: "my cache") == "\"my cache\"; fwd=method")
+        #expect(member(Disposition(status: .miss, detail: "only-if-cached")) == "HTTPCaching; detail=only-if-cached", "a 504 the cache made")
+        #expect(CacheStatusField.appending("HTTPCaching; hit", to: "Upstream; fwd=miss") == "Upstream; fwd=miss, HTTPCaching; hit")
+    }
 }

@@ -191,9 +191,9 @@ enum HTTPRequestParser {
         guard let requestLine = lines.first else { return .failure(HeadError(reason: "empty request")) }
         let parts = requestLine.split(separator: space, omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(HeadError(reason: "bad request line")) }
-        // Upper-case letters, digits and token symbols (RFC 9110 section 9.1): M-SEARCH and
-        // other extension methods pass; a lower-case method is still refused, as a typo.
-        guard !parts[0].isEmpty, parts[0].allSatisfy({ isTokenByte($0) && !($0 >= 97 && $0 <= 122) }) else {
+        // Any token (RFC 9110 section 9.1): M-SEARCH and other extension methods pass, and so
+        // does a lower-case one, a method of its own (methods are case-sensitive).
+        guard !parts[0].isEmpty, parts[0].allSatisfy({ isTokenByte($0) }) else {
             return .failure(HeadError(reason: "bad method"))
         }
         guard parts[1].first == 47 /* / */, let target = String(validating: parts[1], as: UTF8.self) else {

@@ -59,7 +59,7 @@ struct LoopbackOriginTests {
         "GET /x HTTP/9.9\r\n\r\n",
         "GET relative HTTP/1.1\r\n\r\n",
         "GET /x HTTP/1.1\r\nno-colon-here\r\n\r\n",
-        "get /x HTTP/1.1\r\n\r\n",
+        "G(T /x HTTP/1.1\r\n\r\n",
         "POST /x HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
         "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
         "POST /x HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",

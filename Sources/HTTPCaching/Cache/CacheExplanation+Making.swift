@@ -9,7 +9,7 @@ extension CacheExplanation {
     static func make(request: URLRequest, keys: KeyDerivation, cache: CacheEngine) -> CacheExplanation {
         let configuration = cache.configuration
         let now = cache.now()
-        let method = request.httpMethod?.uppercased() ?? "GET"
+        let method = request.sentMethod
         let credentialed = keys.isCredentialed(keys.headers(request))
         let keyedBody = keys.ownBodyDigest(of: request, headers: keys.headers(request)) != nil
         let found = lookUp(request, keys: keys, cache: cache)
@@ -62,7 +62,7 @@ extension CacheExplanation {
 
     private static func lookUp(_ request: URLRequest, keys: KeyDerivation, cache: CacheEngine) -> Found {
         let headers = keys.headers(request)
-        let method = request.httpMethod?.uppercased() ?? "GET"
+        let method = request.sentMethod
         let keyed = keys.ownBodyDigest(of: request, headers: headers) != nil
         let isUnsafe = !keyed && !CacheDecision.safeMethods.contains(method)
         let keyMethod = isUnsafe ? "GET" : nil

@@ -39,7 +39,7 @@ public struct BodyKeying: Sendable {
     /// Whether a request's body is keyed: its own setting (`URLRequest.keysBody`), else the
     /// method and URL.
     func applies(to request: URLRequest) -> Bool {
-        let method = request.httpMethod?.uppercased() ?? "GET"
+        let method = request.sentMethod
         guard method != "GET" && method != "HEAD" else { return false }
         if let own = request.value(forHTTPHeaderField: HTTPCachingHeaders.bodyKey) { return own == "1" }
         guard methods.contains(method), let url = request.url else { return false }

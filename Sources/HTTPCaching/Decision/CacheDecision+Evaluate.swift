@@ -104,7 +104,7 @@ extension CacheDecision {
     static func evaluate(request: URLRequest, headers: RequestHeaders? = nil, entry: CacheEntry?, otherVariant: Bool? = false,
                          credentialed: Bool? = nil, keyedBody: Bool = false, now: Date, configuration: CacheConfiguration) -> Evaluation {
         let headers = headers ?? RequestHeaders(request)
-        let sent = request.httpMethod?.uppercased() ?? "GET"
+        let sent = request.sentMethod
         let method = keyedBody ? "GET" : sent
         // The caller's own condition, looked for once: evaluated here, or passed through by the gate.
         let condition = method == "GET" || method == "HEAD" ? conditionalRequestHeaders.first { headers.value($0) != nil } : nil

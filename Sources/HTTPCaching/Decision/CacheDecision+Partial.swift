@@ -24,7 +24,7 @@ extension CacheDecision {
         guard facts.range != nil else {
             if facts.onlyIfCached { return Evaluation(.fail(.notCached), policy: policy, .mustReachOriginButNoNetwork) }
             var plan = ForwardPlan(status: .miss, reason: .partial, store: facts.store, replacesEntry: true)
-            plan.completesPart = configuration.storesPartialContent && facts.store && (request.httpMethod ?? "GET").uppercased() == "GET"
+            plan.completesPart = configuration.storesPartialContent && facts.store && request.sentMethod == "GET"
                 && Validation.ifRangeValue(entry.header, now: now) != nil
             return Evaluation(.forward(plan), policy: policy, plan.completesPart ? .partialEntryCompleted : .partialEntryNotWhole)
         }

@@ -60,7 +60,7 @@ extension CacheTransaction {
     /// A 200 to a HEAD sent for a stale stored GET updates that entry as a 304 would when its
     /// validators and length match it (RFC 9111 section 4.3.5); nothing for any other answer.
     func headUpdate(_ head: ResponseHead, _ pending: Pending, now: Date) -> [Action] {
-        guard context.request.httpMethod?.uppercased() == "HEAD", head.statusCode == 200, let entry = pending.entry,
+        guard context.request.sentMethod == "HEAD", head.statusCode == 200, let entry = pending.entry,
               entry.partialContent == nil, Validation.headDescribes(head, entry) else { return [] }
         return storing(updated(entry, by: head, now: now), replacing: entry)
     }

@@ -48,10 +48,10 @@ struct CacheTransaction {
         var keyedBody = false
 
         /// The method storability is judged for: GET for a keyed body.
-        var storageMethod: String { keyedBody ? "GET" : request.httpMethod?.uppercased() ?? "GET" }
+        var storageMethod: String { keyedBody ? "GET" : request.sentMethod }
         /// Whether a stored entry may be revalidated with a conditional request: not for a keyed
         /// body sent with a method other than QUERY (the origin would answer 412, never 304).
-        var sendsValidators: Bool { !keyedBody || request.httpMethod?.uppercased() == "QUERY" }
+        var sendsValidators: Bool { !keyedBody || request.sentMethod == "QUERY" }
     }
 
     /// What the plumbing does, in order.

@@ -25,7 +25,7 @@ struct DownloadStoring: @unchecked Sendable {
     /// download task, not a GET, no HTTP response, or no file to read).
     init?(task: URLSessionTask, inner: URLProtocol, binding: ProtocolBinding, sentAt: Date?) {
         guard task is URLSessionDownloadTask, let request = task.currentRequest ?? task.originalRequest,
-              (request.httpMethod?.uppercased() ?? "GET") == "GET", let url = request.url,
+              request.sentMethod == "GET", let url = request.url,
               let response = task.response as? HTTPURLResponse,
               let file = TaskIntrospection.downloadFile(of: inner) else { return nil }
         self.url = url.absoluteString

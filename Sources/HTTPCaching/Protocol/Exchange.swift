@@ -114,7 +114,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         guard let caller else { return }
         let request = state.withLock { $0.hop.request }
         if let refusal = HopBody.refusal(of: request, task: caller.facts?.task) { return caller.delivery.fail(refusal) }
-        let method = request.httpMethod?.uppercased() ?? "GET"
+        let method = request.sentMethod
         if method != "GET" && method != "HEAD" {
             guard let body = HopBody(of: request, task: caller.facts?.task) else {
                 return caller.delivery.fail(HTTPCachingError.uploadBodyUnavailable)

@@ -13,7 +13,7 @@ enum Redirects {
         guard let location = response.header("Location"), let target = URL(string: location) else { return nil }
         var next = request
         switch response.statusCode {
-        case 301...302 where next.httpMethod?.uppercased() == "POST", 303:
+        case 301...302 where next.sentMethod == "POST", 303:
             // POST becomes GET; other methods are kept (but for 303).
             next.httpMethod = "GET"
             next.httpBody = nil

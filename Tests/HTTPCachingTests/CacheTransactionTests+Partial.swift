@@ -39,7 +39,7 @@ struct CacheTransactionPartTests {
         #expect(entry.partialContent?.spans == [0..<6] && entry.statusCode == 206 && entry.header("Content-Range") == nil)
     }
 
-    @Test("refused parts: a third span over maxPartialSpans at the head; content that is not what Content-Range gives at the end")
+    @Test("refused parts: a third span over maxPartialSpans, or a Content-Length that is not the range's, at the head; content that is not what Content-Range gives at the end")
     func refused() {
         var t = T.transaction(Self.ranged("bytes=8-9"), configuration: Self.on)
         _ = t.start(entry: Self.stored(), now: T.t0)
@@ -52,6 +52,14 @@ struct CacheTransactionPartTests {
         let actions = short.body(Data("c".utf8)) + short.end(now: T.t0)
         #expect(actions.first.flatMap { if case .emit(let kind) = $0 { kind.notStoredReason?.name } else { nil } } == "unusablePart")
         #expect(!T.names(actions).contains { $0.hasPrefix("store") }, "nothing stored; the stored parts stay")
+        // A Content-Length that is not the range's: refused at the head, so Cache-Status never says `stored`.
+        var announced = T.transaction(Self.ranged("bytes=4-9"), configuration: Self.on)
+        _ = announced.start(entry: Self.stored(), now: T.t0)
+        var head206 = Self.part("bytes 4-9/10")
+        head206.headers["Content-Length"] = "5"
+        let refusedHead = announced.head(head206, now: T.t0)
+        #expect(refusedHead.first.flatMap { if case .emit(let kind) = $0 { kind.notStoredReason?.name } else { nil } } == "unusablePart")
+        #expect(T.names(refusedHead).dropFirst() == ["served(bypass)", "respond(206, bypass)"])
     }
 
     @Test("the whole: the missing bytes asked for, the caller served the whole once they complete the parts; otherwise the whole asked for again")

@@ -76,6 +76,26 @@ struct AuthenticationTests {
         #expect(route.attempts == 1)
     }
 
+    @Test("a delegate that cancels or rejects the challenge: the task ends cancelled with the 401 (head, challenge field, body) as its response, the same with and without the cache",
+          arguments: [URLSession.AuthChallengeDisposition.cancelAuthenticationChallenge, .rejectProtectionSpace])
+    func refusedChallengeKeepsThe401(disposition: URLSession.AuthChallengeDisposition) async throws {
+        let h = try Harness()
+        let route = origin(h)
+        var seen: [String] = []
+        for caching in [false, true] {
+            let probe = ProbeDelegate(onChallenge: { _ in (disposition, nil) })
+            let outcome = try #require(await perform(.delegate, URLRequest(url: h.origin.url("/private")), probe: probe) { delegate in
+                h.session(caching: caching, delegate)
+            })
+            seen.append("\(outcome.status.map(String.init) ?? "none") \(outcome.response?.value(forHTTPHeaderField: "WWW-Authenticate") ?? "-") "
+                        + "\(outcome.text.trimmingCharacters(in: .whitespacesAndNewlines)) \(outcome.errorCode.map(String.init) ?? "-")")
+            #expect(probe.value.challenges.count == 1)
+        }
+        #expect(seen[0].hasPrefix("401 Basic") && seen[0].hasSuffix(" \(NSURLErrorCancelled)"), "Foundation alone: \(seen[0])")
+        #expect(seen[1] == seen[0], "the caller sees what it sees without the cache")
+        #expect(route.attempts == 2 && route.accepted == 0)
+    }
+
     @Test("a wrong credential is challenged again with the failure counted; the right one then succeeds",
           arguments: [true, false])
     func wrongThenRight(caching: Bool) async throws {

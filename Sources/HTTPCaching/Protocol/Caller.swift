@@ -86,6 +86,19 @@ final class Caller: Sendable {
         delivery.deliver(response, body: held.body)
     }
 
+    /// Gives the task a held 401's head (its challenge field kept) and body, which Foundation's
+    /// own HTTP class has handed over before it asks about the challenge, then cancels the task,
+    /// whose delegate cancelled or rejected the challenge: it ends cancelled with the 401 as its
+    /// response, as without the cache (its finish, which would raise the challenge again, never
+    /// comes).
+    func handOverThenCancel(_ held: Held, task: URLSessionTask) {
+        delivery.respond(held.response)
+        delivery.load(held.body)
+        let task = UncheckedBox(task)
+        // Cancelling waits for the work queue, where this runs: from another thread.
+        delivery.afterDelivered { DispatchQueue.global().async { task.value.cancel() } }
+    }
+
     /// The caller's credential storage: its session's, as Foundation uses it.
     func credentialStorage(binding: ProtocolBinding) -> URLCredentialStorage? {
         if let session = facts?.session { return session.configuration.urlCredentialStorage }

@@ -7,7 +7,8 @@ extension Exchange {
     /// Answers a Basic challenge as Foundation's own HTTP class would: asks the caller's
     /// delegate (proposing a credential from the session's credential storage), or without a
     /// delegate uses the stored credential; retries with the credential given, cancels the task
-    /// when told to, and delivers the 401 when nothing answers.
+    /// when told to (after handing it the 401, as Foundation has), and delivers the 401 when
+    /// nothing answers.
     func answerChallenge(_ challenge: Challenges.Challenge, held: Caller.Held, _ caller: Caller) {
         guard let url = held.response.url, let host = url.host, let scheme = url.scheme else { return caller.deliverHeld(held) }
         let space = URLProtectionSpace(host: host, port: url.port ?? (scheme == "https" ? 443 : 80), protocol: scheme,
@@ -35,8 +36,7 @@ extension Exchange {
                 case .performDefaultHandling:
                     if let offered { self.retry(with: offered, space: space, held: held, caller) } else { caller.deliverHeld(held) }
                 case .cancelAuthenticationChallenge, .rejectProtectionSpace:
-                    let task = UncheckedBox(task)
-                    DispatchQueue.global().async { task.value.cancel() }
+                    caller.handOverThenCancel(held, task: task)
                 @unknown default:
                     caller.deliverHeld(held)
                 }

@@ -58,13 +58,20 @@ struct BodyKeyingTests {
         #expect(first.text == "query a #2" && second.text == "query a #3", "sent as written, every time: \(first.text), \(second.text)")
         let after = try await fetch(h.session, get)
         #expect(after.status == .miss && after.text == "GET  #4", "the unknown method's answer invalidated the stored GET")
+        // Keyed by the request's own say, `query` is keyed as itself, never as QUERY.
+        _ = try await fetch(h.session, Self.request(h, "QUERY", "a"))
+        var keyed = Self.request(h, "query", "a")
+        keyed.keysBody = true
+        #expect(try await fetch(h.session, keyed).text == "query a #6", "not the stored QUERY's answer")
+        #expect(try h.cache.manage.key(for: keyed) != h.cache.manage.key(for: Self.request(h, "QUERY", "a")))
+        #expect(BodyKeying(methods: ["post", "Query"]).methods == ["POST", "Query"], "configured methods are read as sent")
         // Foundation itself writes these six in capitals; if it stops, `get` would be a method of its own here too.
         for method in ["get", "head", "post", "put", "delete", "connect"] {
             var request = get
             request.httpMethod = method
             #expect(request.sentMethod == method.uppercased())
         }
-        #expect(h.origin.requestCount("/q") == 4)
+        #expect(h.origin.requestCount("/q") == 6)
     }
 
     @Test("the Content-Type is part of the key: the same bytes as another type are a miss")

@@ -125,6 +125,26 @@ struct DirectiveTableTests {
                                                   entry: nil, age: 0)) == "miss+nostore")
     }
 
+    @Test("only-if-cached never reaches the network, not even where the request would pass by the store: network-only, credentials not cached, the caller's own conditional")
+    func onlyIfCachedNeverBypasses() {
+        let offline = ["Cache-Control": "only-if-cached"]
+        let networkOnly = CacheConfiguration(policy: .networkOnly)
+        var noCredentials = CacheConfiguration(windows: .test(fresh: 60, usable: 3600))
+        noCredentials.storesCredentialedResponses = false
+        let credentialed = CacheDecisionTests.request(headers: offline.merging(["Authorization": "Bearer t"]) { $1 })
+        let stored = CacheDecisionTests.entry(headers: ["Cache-Control": "max-age=100"])
+        for (request, configuration) in [(CacheDecisionTests.request(headers: offline), networkOnly), (credentialed, noCredentials),
+                                         (CacheDecisionTests.request(headers: offline.merging(["If-Match": "\"a\""]) { $1 }),
+                                          CacheConfiguration(windows: .test(fresh: 60, usable: 3600)))] {
+            #expect(outcome(CacheDecisionTests.decide(request, entry: stored, age: 10, configuration: configuration)) == "unsatisfiable")
+        }
+        // Without the directive each of them goes out.
+        #expect(outcome(CacheDecisionTests.decide(entry: stored, age: 10, configuration: networkOnly)) == "bypass")
+        var withCredentials = credentialed
+        withCredentials.setValue(nil, forHTTPHeaderField: "Cache-Control")
+        #expect(outcome(CacheDecisionTests.decide(withCredentials, entry: nil, age: 0, configuration: noCredentials)) == "bypass")
+    }
+
     @Test("a request naming an unknown policy fails instead of going to the network; a custom one listed in the configuration is found by name")
     func unknownPolicy() {
         var request = CacheDecisionTests.request()

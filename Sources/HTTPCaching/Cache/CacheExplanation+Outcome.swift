@@ -15,7 +15,7 @@ extension CacheExplanation {
         case .serve(let plan): return serveOutcome(plan, facts, reasons: &reasons)
         case .forward(let plan): return forwardOutcome(plan, facts, reasons: &reasons)
         case .fail(let error) where error == .notCached && policy != .cacheOnly:
-            return Outcome(action: "fail", cacheStatus: .miss, network: "none", forwardReason: nil,
+            return Outcome(action: "gateway-timeout", cacheStatus: .miss, network: "none", forwardReason: nil,
                            cacheStatusField: CacheStatusField.member(Disposition(status: .miss, detail: "only-if-cached"),
                                                                       cacheName: configuration.cacheName), stores: false, fallback: false,
                            summary: "answers 504 (Gateway Timeout): nothing stored may answer, and the request says only-if-cached")

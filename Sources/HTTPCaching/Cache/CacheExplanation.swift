@@ -94,7 +94,8 @@ public struct CacheExplanation: Sendable, Encodable, CustomStringConvertible {
 
     /// What would happen to the request.
     public struct Outcome: Sendable, Encodable, Equatable {
-        /// `serve` (from the store), `forward` (to the network) or `fail`.
+        /// `serve` (from the store), `forward` (to the network), `gateway-timeout` (a 504 the
+        /// cache makes: the request says `only-if-cached` and nothing stored may answer) or `fail`.
         public let action: String
         /// How `X-HTTP-Caching` would report it: `fresh`, `stale`, `miss`, `expired`, `bypass`
         /// (a forwarded request that validates becomes `revalidated` on a 304, and one that may

@@ -7,8 +7,10 @@ final class Flights: Sendable {
     enum Role { case leader, follower }
 
     private let waiting = Mutex<[CacheKey: [UncheckedBox<Exchange>]]>([:])
-    /// Those waiting for a flight to reach a number of followers (`followers(of:until:timeout:)`).
+    /// Those waiting for a flight to reach a number of followers (`followers(of:until:timeout:)`),
+    /// and how many there are, read without the lock: a miss pays nothing when none wait.
     private let watches = Mutex<[Watch]>([])
+    private let watchCount = Atomic<Int>(0)
 
     private struct Watch {
         let key: CacheKey
@@ -57,10 +59,16 @@ final class Flights: Sendable {
     func followers(of key: CacheKey, until holds: @escaping @Sendable (Int) -> Bool, timeout: TimeInterval) async -> Bool {
         await withCheckedContinuation { continuation in
             let answer = Answer(continuation)
-            watches.withLock { $0.append(Watch(key: key, holds: holds, answer: answer)) }
+            watches.withLock { watches in
+                watches.append(Watch(key: key, holds: holds, answer: answer))
+                watchCount.store(watches.count, ordering: .sequentiallyConsistent)
+            }
             changed(key)
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
-                watches.withLock { $0.removeAll { $0.answer === answer } }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
+                self?.watches.withLock { watches in
+                    watches.removeAll { $0.answer === answer }
+                    self?.watchCount.store(watches.count, ordering: .sequentiallyConsistent)
+                }
                 answer.give(false)
             }
         }
@@ -68,11 +76,13 @@ final class Flights: Sendable {
 
     /// Answers the watches on `key` whose condition now holds.
     private func changed(_ key: CacheKey) {
+        guard watchCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
         let met = watches.withLock { watches -> [Watch] in
             guard watches.contains(where: { $0.key == key }) else { return [] }
             let count = followers(of: key)
             let met = watches.filter { $0.key == key && $0.holds(count) }
             watches.removeAll { watch in met.contains { $0.answer === watch.answer } }
+            watchCount.store(watches.count, ordering: .sequentiallyConsistent)
             return met
         }
         for watch in met { watch.answer.give(true) }

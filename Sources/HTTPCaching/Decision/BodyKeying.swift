@@ -13,7 +13,8 @@ import FoundationNetworking
 /// A body larger than `maxBodySize` is not keyed: the request passes through, and a
 /// `notStored(.bodyTooLargeToKey)` event says why.
 public struct BodyKeying: Sendable {
-    /// The methods whose body is keyed, upper-case. The default is `QUERY`.
+    /// The methods whose body is keyed, compared as sent: case-sensitive but for the six
+    /// Foundation writes in capitals itself (`post` is POST, `query` is not QUERY). The default is `QUERY`.
     public var methods: Set<String>
     /// Only requests whose URL this accepts are keyed; nil: every URL. The default is nil.
     public var urls: (@Sendable (URL) -> Bool)?
@@ -27,7 +28,7 @@ public struct BodyKeying: Sendable {
     /// Body keying with the given parts; every argument has the default above.
     public init(methods: Set<String> = ["QUERY"], urls: (@Sendable (URL) -> Bool)? = nil,
                 normalizer: (@Sendable (Data, String?) -> Data)? = nil, maxBodySize: Int = 1 << 20) {
-        self.methods = Set(methods.map { $0.uppercased() })
+        self.methods = Set(methods.map(RequestMethod.normalized))
         self.urls = urls
         self.normalizer = normalizer
         self.maxBodySize = maxBodySize

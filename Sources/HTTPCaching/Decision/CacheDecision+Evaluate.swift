@@ -174,7 +174,8 @@ extension CacheDecision {
 
     /// What is decided before the entry matters: methods not answered from the store, the
     /// request's policy, the network-only policy, the caller's own conditional requests that
-    /// pass through (`condition`, their field), credentials the configuration does not cache.
+    /// pass through (`condition`, their field), credentials the configuration does not cache;
+    /// of these, what would reach the network is not answered under `only-if-cached`.
     private static func gate(_ request: URLRequest, method: String, headers: RequestHeaders, condition: String?,
                              credentialed: Bool?, configuration: CacheConfiguration) -> Gate {
         guard method == "GET" || method == "HEAD" else {
@@ -187,20 +188,19 @@ extension CacheDecision {
         case .success(let resolved): policy = resolved
         case .failure(let error): return .decided(Evaluation(.fail(error), .unknownPolicy))
         }
-        if policy == .networkOnly { return .decided(Evaluation(.forward(.bypass(.bypass)), policy: policy, .networkOnlyPolicy)) }
-        if let name = condition {
-            // The caller's own conditional request (other than those `CallerConditional`
-            // evaluates) goes to the origin as it is, unless it may not reach the network: it
-            // is then not answered.
-            if mayNotReachNetwork(headers, policy: policy) {
-                return .decided(Evaluation(.fail(.notCached), policy: policy, .notCachedAndNoNetwork))
-            }
-            return .decided(Evaluation(.forward(.bypass(.bypass, passThrough: true)), policy: policy, .conditionalRequest(field: name)))
+        // What would go to the origin untouched is not answered when the request may not reach
+        // the network (`only-if-cached`: a 504 the cache makes).
+        let noNetwork = mayNotReachNetwork(headers, policy: policy)
+        func bypass(_ plan: ForwardPlan, _ note: DecisionNote) -> Gate {
+            .decided(noNetwork ? Evaluation(.fail(.notCached), policy: policy, .notCachedAndNoNetwork)
+                               : Evaluation(.forward(plan), policy: policy, note))
         }
+        if policy == .networkOnly { return bypass(.bypass(.bypass), .networkOnlyPolicy) }
+        // The caller's own conditional request (other than those `CallerConditional`
+        // evaluates) goes to the origin as it is.
+        if let name = condition { return bypass(.bypass(.bypass, passThrough: true), .conditionalRequest(field: name)) }
         let isCredentialed = credentialed ?? !configuration.effectivePartitioning.inputs(headers).isEmpty
-        if !configuration.storesCredentialedResponses && isCredentialed {
-            return .decided(Evaluation(.forward(.bypass(.bypass)), policy: policy, .credentialsNotCached))
-        }
+        if !configuration.storesCredentialedResponses && isCredentialed { return bypass(.bypass(.bypass), .credentialsNotCached) }
         return .policy(policy)
     }
 

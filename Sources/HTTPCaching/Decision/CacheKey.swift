@@ -8,7 +8,8 @@ import Foundation
 /// as sent, so `/items?page=1` and `/items?page=2` are different entries. Userinfo joins the
 /// credential partition instead of the URL, so no password is ever stored in a key.
 public struct CacheKey: Hashable, Sendable, Comparable, CustomStringConvertible {
-    /// The request method, upper-cased.
+    /// The request method as sent (GET, HEAD, POST, PUT, DELETE and CONNECT in capitals, as
+    /// Foundation writes them; any other as given: methods are case-sensitive).
     public var method: String
     /// The normalized URL.
     public var url: String
@@ -21,9 +22,9 @@ public struct CacheKey: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// are never found. The default is empty.
     public var namespace: String
 
-    /// The key of a method and URL.
+    /// The key of a method and URL; the method as Foundation sends it (see `method`).
     public init(method: String = "GET", url: URL) {
-        self.method = method.uppercased()
+        self.method = RequestMethod.normalized(method)
         self.url = Self.normalize(url)
         partition = nil
         variant = nil

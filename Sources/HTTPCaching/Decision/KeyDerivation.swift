@@ -178,7 +178,7 @@ struct KeyDerivation: Sendable {
     /// - Throws: what `secret` throws.
     func key(for request: URLRequest, headers: RequestHeaders, method: String? = nil, bodyDigest: String? = nil,
              secret: () throws -> [UInt8]) rethrows -> CacheKey {
-        var verb = (method ?? request.httpMethod ?? "GET").uppercased()
+        var verb = method.map(RequestMethod.normalized) ?? request.sentMethod
         if verb == "HEAD" { verb = "GET" } // a HEAD is answered from the stored GET
         var key = CacheKey(method: verb, url: request.url ?? URL(fileURLWithPath: "/"))
         if let rewriter = configuration.keyRewriter { key = rewriter(key, request) }

@@ -4,13 +4,15 @@ import Foundation
 /// section 15.3.7.3): pure functions of a 206, its content and the stored entry.
 enum PartialEntries {
     /// Why a 206 cannot be stored as a part, or nil: it must carry one byte range with a
-    /// known complete length, a `Content-Length` (if any) of that range's bytes, and no content coding (its offsets would be the coding's, which
-    /// the network layer may have undone).
+    /// known complete length, a `Content-Length` (if any) of that range's length, and no
+    /// content coding (its offsets would be the coding's, which the network layer may have
+    /// undone).
     static func reasonNotToStore(_ head: ResponseHead, range: ContentRange?) -> NotStoredReason? {
         guard let field = head.header("Content-Range") else { return .unusablePart("it has no Content-Range") }
         guard let range else { return .unusablePart("its Content-Range (\(field.prefix(80))) is not one byte range") }
         guard range.completeLength != nil else { return .unusablePart("its Content-Range does not give the complete length") }
-        if let length = head.contentLength, length != range.count {
+        if let field = head.header("Content-Length"), let length = Int(field.trimmingCharacters(in: .whitespaces)),
+           length != range.count {
             // Known from the head, so its Cache-Status never says `stored` for content that cannot be.
             return .unusablePart("its Content-Length (\(length)) is not the \(range.count) bytes its Content-Range covers")
         }

@@ -86,11 +86,12 @@ final class Caller: Sendable {
         delivery.deliver(response, body: held.body)
     }
 
-    /// Gives the task a held 401's head (its challenge field kept) and body, which Foundation's
-    /// own HTTP class has handed over before it asks about the challenge, then cancels the task,
-    /// whose delegate cancelled or rejected the challenge: it ends cancelled with the 401 as its
-    /// response, as without the cache (its finish, which would raise the challenge again, never
-    /// comes).
+    /// Gives the task a held 401's head (its challenge field kept) and body, then cancels the
+    /// task, whose delegate cancelled or rejected the challenge: it ends cancelled with the 401
+    /// as its response, as without the cache (its finish, which would raise the challenge again,
+    /// never comes). Foundation's own HTTP class hands the 401 over before it asks the delegate;
+    /// the cache holds it until the challenge is answered, so that an answered one never shows
+    /// it, and hands it over after.
     func handOverThenCancel(_ held: Held, task: URLSessionTask) {
         delivery.respond(held.response)
         delivery.load(held.body)

@@ -10,12 +10,17 @@ extension Exchange {
         let (plan, flight) = state.withLock { ($0.transaction?.pendingPlan, $0.flight) }
         // A retry of a request already leading its key's flight goes out again as the leader.
         if caller != nil, flight != .leading(hop.key), let plan, plan.store, !plan.passThrough {
+            // Stopped between joining and noting it here (`stop` could not know of the flight):
+            // a follower leaves at once; a leader ends its flight, and those waiting go out.
             switch cache.flights.join(hop.key, self) {
             case .follower:
-                state.withLock { $0.flight = .waiting(hop.key) }
+                guard state.withLock({ $0.flight = .waiting(hop.key); return !$0.stopped }) else {
+                    state.withLock { $0.flight = nil }
+                    return cache.flights.leave(hop.key, self)
+                }
                 return timeOutWaiting(for: hop)
             case .leader:
-                state.withLock { $0.flight = .leading(hop.key) }
+                guard state.withLock({ $0.flight = .leading(hop.key); return !$0.stopped }) else { return endFlightAndClaim() }
             }
         }
         if case .fromDelegate = hop.body { return askDelegateForBody(then: conditional, hop: hop) }

@@ -30,7 +30,7 @@ extension Exchange {
         var next = request
         let previous = state.withLock { $0.hop }
         // 303, and 301/302 after a POST, change the method to GET and drop the body.
-        let keepsBody = next.sentMethod == (previous.request.sentMethod)
+        let keepsBody = next.sentMethod == previous.request.sentMethod
             && [307, 308].contains(held.response.statusCode)
         if !keepsBody { next.httpBody = nil }
         startHop(next, body: keepsBody ? previous.body.again : .none)

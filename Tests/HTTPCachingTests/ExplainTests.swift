@@ -220,6 +220,25 @@ struct ExplainTests {
         #expect(cache.manage.explain(request).entry == nil, "the cache alone does not see the session's header")
     }
 
+    @Test("CacheInstallation.explain weighs a request as the sessions' tasks send it: with their requestCachePolicy")
+    func installationPolicy() async throws {
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeVersioned("/offline")
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.requestCachePolicy = .returnCacheDataDontLoad
+        let installation = configuration.enableHTTPCaching(HTTPCache())
+        let explained = installation.explain(URLRequest(url: origin.url("/offline")))
+        #expect(explained.outcome.action == "fail" && explained.outcome.network == "none", "\(explained.outcome.summary)")
+        do {
+            _ = try await fetch(URLSession(configuration: configuration), origin.url("/offline"))
+            Issue.record("expected notCached")
+        } catch {
+            #expect((error as? HTTPCachingError)?.code == .notCached, "what explain said")
+        }
+        #expect(origin.requestCount("/offline") == 0)
+    }
+
     @Test("an unsafe method explains what it would invalidate; a vary-miss says so; only-if-cached is a 504")
     func otherOutcomes() async throws {
         let h = try Harness()

@@ -218,7 +218,8 @@ extension CacheExplanation {
 
 extension CacheInstallation {
     /// Explains, without touching the network, what these sessions' cache would do with a
-    /// request and why, keying it as the sessions do (their `httpAdditionalHeaders` included).
+    /// request and why, keying it as the sessions do (their `httpAdditionalHeaders` included)
+    /// and with their `requestCachePolicy` where the request asks for the protocol's.
     ///
     /// Reads the store as a lookup would (which counts as a use for eviction), then weighs
     /// the entry as a request would: the key (a credential partition shown as present, never
@@ -226,6 +227,6 @@ extension CacheInstallation {
     /// from, the policy and windows in force, whether the stored response would still be
     /// stored and why, and what would happen.
     public func explain(_ request: URLRequest) -> CacheExplanation {
-        CacheExplanation.make(request: request, keys: binding.keys, cache: binding.engine)
+        CacheExplanation.make(request: binding.withSessionPolicy(request), keys: binding.keys, cache: binding.engine)
     }
 }

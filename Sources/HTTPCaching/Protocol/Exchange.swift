@@ -85,11 +85,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         let facts = task.map { TaskFacts(task: $0, session: session) }
         if let facts { delivery.alsoHandChunks { facts.chunkDelegate() } }
         let caller = Caller(delivery: delivery, facts: facts)
-        var request = request
-        if request.cachePolicy == .useProtocolCachePolicy && binding.sessionCachePolicy != .useProtocolCachePolicy {
-            request.cachePolicy = binding.sessionCachePolicy
-        }
-        self.init(role: .caller(caller), hop: Hop(request, binding: binding), binding: binding)
+        self.init(role: .caller(caller), hop: Hop(binding.withSessionPolicy(request), binding: binding), binding: binding)
     }
 
     var caller: Caller? {

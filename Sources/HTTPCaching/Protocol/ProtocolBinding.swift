@@ -60,6 +60,15 @@ final class ProtocolBinding: Sendable {
         }
     }
 
+    /// A request as these sessions' tasks make it: one that asks for `.useProtocolCachePolicy`
+    /// gets the session's `requestCachePolicy`, as on Darwin (Foundation on Linux never applies it).
+    func withSessionPolicy(_ request: URLRequest) -> URLRequest {
+        guard request.cachePolicy == .useProtocolCachePolicy, sessionCachePolicy != .useProtocolCachePolicy else { return request }
+        var request = request
+        request.cachePolicy = sessionCachePolicy
+        return request
+    }
+
     /// The key of the entry stored under a request's URL, with this binding's session headers.
     /// - Throws: what the store's `partitionSecret()` throws, for a credentialed request.
     func key(for request: URLRequest, bodyDigest: String? = nil) throws -> CacheKey {

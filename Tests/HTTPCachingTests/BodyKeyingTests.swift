@@ -69,7 +69,7 @@ struct BodyKeyingTests {
         for method in ["get", "head", "post", "put", "delete", "connect"] {
             var request = get
             request.httpMethod = method
-            #expect(request.sentMethod == method.uppercased())
+            #expect(request.httpMethod == method.uppercased(), "Foundation's own spelling")
         }
         #expect(h.origin.requestCount("/q") == 6)
     }

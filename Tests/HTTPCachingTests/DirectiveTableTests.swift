@@ -125,7 +125,7 @@ struct DirectiveTableTests {
                                                   entry: nil, age: 0)) == "miss+nostore")
     }
 
-    @Test("only-if-cached never reaches the network, not even where the request would pass by the store: network-only, credentials not cached, the caller's own conditional")
+    @Test("only-if-cached never reaches the network, not even where the request would pass by the store: network-only, credentials not cached, the caller's own conditional, a reload, another method")
     func onlyIfCachedNeverBypasses() {
         let offline = ["Cache-Control": "only-if-cached"]
         let networkOnly = CacheConfiguration(policy: .networkOnly)
@@ -143,6 +143,12 @@ struct DirectiveTableTests {
         var withCredentials = credentialed
         withCredentials.setValue(nil, forHTTPHeaderField: "Cache-Control")
         #expect(outcome(CacheDecisionTests.decide(withCredentials, entry: nil, age: 0, configuration: noCredentials)) == "bypass")
+        var reload = CacheDecisionTests.request(headers: offline)
+        reload.cachePolicy = .reloadIgnoringLocalCacheData
+        #expect(outcome(CacheDecisionTests.decide(reload, entry: stored, age: 10)) == "unsatisfiable", "a reload ignores the entry")
+        for method in ["POST", "OPTIONS", "query"] {
+            #expect(outcome(CacheDecisionTests.decide(CacheDecisionTests.request(method, headers: offline), entry: nil, age: 0)) == "unsatisfiable")
+        }
     }
 
     @Test("a request naming an unknown policy fails instead of going to the network; a custom one listed in the configuration is found by name")

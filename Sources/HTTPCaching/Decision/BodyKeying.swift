@@ -13,8 +13,9 @@ import FoundationNetworking
 /// A body larger than `maxBodySize` is not keyed: the request passes through, and a
 /// `notStored(.bodyTooLargeToKey)` event says why.
 public struct BodyKeying: Sendable {
-    /// The methods whose body is keyed, compared as sent: case-sensitive but for the six
-    /// Foundation writes in capitals itself (`post` is POST, `query` is not QUERY). The default is `QUERY`.
+    /// The methods whose body is keyed, compared with the method as sent (case-sensitive:
+    /// `query` is not QUERY); `init` writes GET, HEAD, POST, PUT, DELETE and CONNECT in
+    /// capitals, as Foundation sends them. The default is `QUERY`.
     public var methods: Set<String>
     /// Only requests whose URL this accepts are keyed; nil: every URL. The default is nil.
     public var urls: (@Sendable (URL) -> Bool)?

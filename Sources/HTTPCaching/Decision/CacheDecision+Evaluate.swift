@@ -137,6 +137,8 @@ extension CacheDecision {
             && facts.range.map { ByteRange.resolve($0, length: .max) != .unsupported } == true
         guard let entry else { return withoutEntry(facts, otherVariant: otherVariant, policy: policy) }
         if facts.reload {
+            // A reload ignores what is stored; with no network either, nothing may answer.
+            if facts.onlyIfCached { return Evaluation(.fail(.notCached), policy: policy, .reloadRequested, .notCachedAndNoNetwork) }
             let plan = facts.adjusted(ForwardPlan(status: .expired, reason: .request, store: facts.store, replacesEntry: true))
             return Evaluation(.forward(plan), policy: policy, .reloadRequested)
         }
@@ -175,32 +177,36 @@ extension CacheDecision {
     /// What is decided before the entry matters: methods not answered from the store, the
     /// request's policy, the network-only policy, the caller's own conditional requests that
     /// pass through (`condition`, their field), credentials the configuration does not cache;
-    /// of these, what would reach the network is not answered under `only-if-cached`.
+    /// of these, what would reach the network is not answered under `only-if-cached` or the
+    /// cache-only policy.
     private static func gate(_ request: URLRequest, method: String, headers: RequestHeaders, condition: String?,
                              credentialed: Bool?, configuration: CacheConfiguration) -> Gate {
-        guard method == "GET" || method == "HEAD" else {
-            let safe = safeMethods.contains(method)
-            return .decided(Evaluation(.forward(.bypass(.method, passThrough: true, invalidates: !safe)),
-                                       safe ? .methodNotAnswered(method) : .methodUnsafe(method)))
-        }
-        let policy: CachingPolicy
-        switch resolvePolicy(for: request, configuration: configuration) {
-        case .success(let resolved): policy = resolved
-        case .failure(let error): return .decided(Evaluation(.fail(error), .unknownPolicy))
-        }
         // What would go to the origin untouched is not answered when the request may not reach
-        // the network (`only-if-cached`: a 504 the cache makes).
-        let noNetwork = mayNotReachNetwork(headers, policy: policy)
-        func bypass(_ plan: ForwardPlan, _ note: DecisionNote) -> Gate {
-            .decided(noNetwork ? Evaluation(.fail(.notCached), policy: policy, .notCachedAndNoNetwork)
+        // the network (`only-if-cached`: a 504 the cache makes; the cache-only policy: it fails).
+        let resolved = resolvePolicy(for: request, configuration: configuration)
+        let noNetwork = mayNotReachNetwork(headers, policy: try? resolved.get())
+        func bypass(_ plan: ForwardPlan, policy: CachingPolicy?, _ note: DecisionNote) -> Gate {
+            .decided(noNetwork ? Evaluation(.fail(.notCached), policy: policy, note, .notCachedAndNoNetwork)
                                : Evaluation(.forward(plan), policy: policy, note))
         }
-        if policy == .networkOnly { return bypass(.bypass(.bypass), .networkOnlyPolicy) }
+        guard method == "GET" || method == "HEAD" else {
+            let safe = safeMethods.contains(method)
+            return bypass(.bypass(.method, passThrough: true, invalidates: !safe), policy: nil,
+                          safe ? .methodNotAnswered(method) : .methodUnsafe(method))
+        }
+        let policy: CachingPolicy
+        switch resolved {
+        case .success(let known): policy = known
+        case .failure(let error): return .decided(Evaluation(.fail(error), .unknownPolicy))
+        }
+        if policy == .networkOnly { return bypass(.bypass(.bypass), policy: policy, .networkOnlyPolicy) }
         // The caller's own conditional request (other than those `CallerConditional`
         // evaluates) goes to the origin as it is.
-        if let name = condition { return bypass(.bypass(.bypass, passThrough: true), .conditionalRequest(field: name)) }
+        if let name = condition { return bypass(.bypass(.bypass, passThrough: true), policy: policy, .conditionalRequest(field: name)) }
         let isCredentialed = credentialed ?? !configuration.effectivePartitioning.inputs(headers).isEmpty
-        if !configuration.storesCredentialedResponses && isCredentialed { return bypass(.bypass(.bypass), .credentialsNotCached) }
+        if !configuration.storesCredentialedResponses && isCredentialed {
+            return bypass(.bypass(.bypass), policy: policy, .credentialsNotCached)
+        }
         return .policy(policy)
     }
 

@@ -127,7 +127,8 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
             cache.ioQueue(for: hop.key.url).async {
                 guard let key = key ?? (try? self.binding.key(for: hop.request)) else {
                     // The store cannot give the partition secret: this credentialed request can
-                    // be neither looked up nor stored; it goes to the network untouched.
+                    // be neither looked up nor stored; it goes to the network untouched (under
+                    // `only-if-cached`, a 504).
                     return self.start(key: hop.key, entry: nil, otherVariant: false, storeUnavailable: true)
                 }
                 let (entry, other) = self.cache.lookup(key, headers: hop.headers)

@@ -14,10 +14,10 @@ extension CacheExplanation {
         switch evaluation.action {
         case .serve(let plan): return serveOutcome(plan, facts, reasons: &reasons)
         case .forward(let plan): return forwardOutcome(plan, facts, reasons: &reasons)
-        case .fail(let error) where error == .notCached && policy != .cacheOnly:
+        case .fail(let error) where CacheDecision.answersGatewayTimeout(error, policy: policy):
             return Outcome(action: "gateway-timeout", cacheStatus: .miss, network: "none", forwardReason: nil,
-                           cacheStatusField: CacheStatusField.member(Disposition(status: .miss, detail: "only-if-cached"),
-                                                                      cacheName: configuration.cacheName), stores: false, fallback: false,
+                           cacheStatusField: CacheStatusField.member(CacheDecision.gatewayTimeout, cacheName: configuration.cacheName),
+                           stores: false, fallback: false,
                            summary: "answers 504 (Gateway Timeout): nothing stored may answer, and the request says only-if-cached")
         case .fail(let error):
             let text = error.errorDescription ?? "\(error)"

@@ -183,11 +183,12 @@ extension CacheDecision {
                              credentialed: Bool?, configuration: CacheConfiguration) -> Gate {
         // What would go to the origin untouched is not answered when the request may not reach
         // the network (`only-if-cached`: a 504 the cache makes; the cache-only policy: it fails).
+        // Read only where a request would pass the store by, never on the way to a hit.
         let resolved = resolvePolicy(for: request, configuration: configuration)
-        let noNetwork = mayNotReachNetwork(headers, policy: try? resolved.get())
         func bypass(_ plan: ForwardPlan, policy: CachingPolicy?, _ note: DecisionNote) -> Gate {
-            .decided(noNetwork ? Evaluation(.fail(.notCached), policy: policy, note, .notCachedAndNoNetwork)
-                               : Evaluation(.forward(plan), policy: policy, note))
+            .decided(mayNotReachNetwork(headers, policy: try? resolved.get())
+                ? Evaluation(.fail(.notCached), policy: policy, note, .notCachedAndNoNetwork)
+                : Evaluation(.forward(plan), policy: policy, note))
         }
         guard method == "GET" || method == "HEAD" else {
             let safe = safeMethods.contains(method)

@@ -93,13 +93,16 @@ enum CacheDecision {
         return .success(policy(for: request.cachePolicy) ?? configuration.policy)
     }
 
-    /// Whether a request nothing stored may answer without the network (`HTTPCachingError.notCached`
-    /// from the decision) is answered with HTTP's 504 (Gateway Timeout) instead, as RFC 9111
-    /// 5.2.1.7 says for `only-if-cached`: yes when the request's own `only-if-cached` forbade the
-    /// network, no under the cache-only policy (`.returnCacheDataDontLoad` included), which fails.
-    static func answersGatewayTimeout(_ request: URLRequest, configuration: CacheConfiguration) -> Bool {
-        policy(for: request, configuration: configuration) != .cacheOnly
+    /// Whether a decision's failure is answered with HTTP's 504 (Gateway Timeout) instead, as
+    /// RFC 9111 5.2.1.7 says for `only-if-cached`: yes for `notCached` (nothing stored may answer
+    /// and the network is forbidden) under any policy but cache-only (`.returnCacheDataDontLoad`
+    /// included), which fails.
+    static func answersGatewayTimeout(_ error: HTTPCachingError, policy: CachingPolicy) -> Bool {
+        error == .notCached && policy != .cacheOnly
     }
+
+    /// How the status fields describe that 504.
+    static let gatewayTimeout = Disposition(status: .miss, detail: "only-if-cached")
 
     /// The policy for a request, the configuration's when the request names an unknown one.
     static func policy(for request: URLRequest, configuration: CacheConfiguration) -> CachingPolicy {

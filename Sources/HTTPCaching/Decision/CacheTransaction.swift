@@ -215,12 +215,12 @@ struct CacheTransaction {
                                           keyedBody: context.keyedBody, now: now,
                                           configuration: context.configuration)
         switch action {
-        case .fail(let error) where error == .notCached
-            && CacheDecision.answersGatewayTimeout(context.request, configuration: context.configuration):
+        case .fail(let error) where CacheDecision.answersGatewayTimeout(
+            error, policy: CacheDecision.policy(for: context.request, configuration: context.configuration)):
             state = .done
             let head = ResponseHead(statusCode: 504, headers: ["Content-Length": "0"],
                                     url: context.request.url ?? URL(fileURLWithPath: "/"))
-            return [.emit(.served(.miss)), .respond(head, Disposition(status: .miss, detail: "only-if-cached")), .finish]
+            return [.emit(.served(.miss)), .respond(head, CacheDecision.gatewayTimeout), .finish]
         case .fail(let error):
             state = .done
             return (error == .notCached ? [.emit(.served(.miss))] : []) + [.fail(.caching(error))]

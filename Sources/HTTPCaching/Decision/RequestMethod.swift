@@ -17,6 +17,7 @@ enum RequestMethod {
 }
 
 extension URLRequest {
-    /// The method as it goes out (`RequestMethod.normalized`), GET when none is set.
-    var sentMethod: String { httpMethod.map(RequestMethod.normalized) ?? "GET" }
+    /// The method as it goes out, GET when none is set: `httpMethod` is already in Foundation's
+    /// spelling (`RequestMethod.normalized`; `BodyKeyingTests.methodCaseSensitive` pins it).
+    var sentMethod: String { httpMethod ?? "GET" }
 }

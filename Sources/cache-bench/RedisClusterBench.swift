@@ -10,13 +10,14 @@ import HTTPCaching
 import LoopbackOrigin
 
 /// Fresh hits through a caching URLSession whose store is a Redis Cluster, beside the same from
-/// one Redis server and from a memory store, interleaved round by round; then requests per
+/// one Redis server, from a memory store and from a near cache in front of the cluster,
+/// interleaved round by round; then requests per
 /// second with 8 callers from one server and from the cluster. Starts its own `redis-server`
 /// processes (one alone, and three primaries made a cluster by `redis-cli --cluster create`)
 /// on 127.0.0.1, and skips itself when either program is missing.
 enum RedisClusterBench {
     static let sizes = [(suffix: "", bytes: 1024, requests: 400), (suffix: "_100k", bytes: 100 * 1024, requests: 150)]
-    static let variants = ["memory", "redis", "cluster"]
+    static let variants = ["memory", "redis", "cluster", "near"]
     /// Enough keys that every primary serves some of them.
     static let hotKeys = 24
 
@@ -38,11 +39,12 @@ enum RedisClusterBench {
                 nodes.append(try RedisProcess(executable: server, directory: directory.appendingPathComponent("\(port)"), port: port, cluster: true))
             }
             try createCluster(cli: cli, ports: Array(ports.dropFirst()), directory: directory)
+            let clusterURL = "redis-cluster://" + ports.dropFirst().map { "127.0.0.1:\($0)" }.joined(separator: ",")
             let stores: [String: any ResponseStore] = [
                 "memory": try MemoryResponseStore(byteLimit: 256 << 20),
                 "redis": try RedisResponseStore(url: "redis://127.0.0.1:\(ports[0])", keyPrefix: "bench:"),
-                "cluster": try RedisResponseStore(url: "redis-cluster://" + ports.dropFirst().map { "127.0.0.1:\($0)" }.joined(separator: ","),
-                                                  keyPrefix: "bench:"),
+                "cluster": try RedisResponseStore(url: clusterURL, keyPrefix: "bench:"),
+                "near": TieredResponseStore(back: try RedisResponseStore(url: clusterURL, keyPrefix: "bench-near:")),
             ]
             return measure(stores, origin: origin, rounds: rounds, total: total)
         } catch {
@@ -102,9 +104,12 @@ enum RedisClusterBench {
             }
         }
         let deadline = now() + 10
-        for name in ["redis", "cluster"] {
+        for name in ["redis", "cluster", "near"] {
             while stores[name]!.entryCount < sizes.count * hotKeys && now() < deadline { usleep(10_000) } // waiting on writes
         }
+        let near = stores["near"] as! TieredResponseStore
+        while !near.servesFromMemory && now() < deadline { usleep(10_000) } // waiting on every primary's tracking
+        if !near.servesFromMemory { problems.append("redis cluster bench near: memory does not serve") }
         return problems
     }
 
@@ -132,7 +137,7 @@ enum RedisClusterBench {
 
     private static func report(_ samples: [String: [String: [Double]]], rps: [String: Double], rounds: Int,
                                problems: [String]) -> (lines: [String], problems: [String]) {
-        print("\nfresh hits from a Redis Cluster (3 primaries), one Redis server and memory, microseconds per request "
+        print("\nfresh hits from a Redis Cluster (3 primaries), one Redis server, memory and a near cache in front of the cluster, microseconds per request "
               + "(median of \(rounds) interleaved rounds; sequential requests)")
         print("body     " + variants.map { $0.padding(toLength: 10, withPad: " ", startingAt: 0) }.joined())
         var lines: [String] = []
@@ -143,6 +148,7 @@ enum RedisClusterBench {
             let cluster = m["cluster"] ?? .nan
             lines.append("ratio.redis_cluster_hit_over_memory_hit\(size.suffix)=\(formatRatio(cluster / (m["memory"] ?? .nan)))")
             lines.append("ratio.redis_cluster_hit_over_redis_hit\(size.suffix)=\(formatRatio(cluster / (m["redis"] ?? .nan)))")
+            lines.append("ratio.near_cluster_hit_over_memory_hit\(size.suffix)=\(formatRatio((m["near"] ?? .nan) / (m["memory"] ?? .nan)))")
         }
         let server = rps["redis"] ?? .nan, cluster = rps["cluster"] ?? .nan
         print("concurrent 1 KB hits with 8 callers: \(Int(server))/s from one Redis server, \(Int(cluster))/s from the cluster")

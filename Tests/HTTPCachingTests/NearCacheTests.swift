@@ -199,8 +199,8 @@ struct NearCacheTests {
 
 @Suite("Near cache limits")
 struct NearCacheLimitTests {
-    @Test("in front of a Redis Cluster, memory never serves: every read goes to Redis")
-    func clusterNeverServes() throws {
+    @Test("in front of a Redis Cluster that cannot be reached, memory does not serve: every read goes to Redis")
+    func unreachableClusterNeverServes() throws {
         var configuration = RedisConfiguration(host: "127.0.0.1", port: 1, connectTimeout: 0.1, commandTimeout: 0.1, retryDelay: 0)
         configuration.isCluster = true
         let tiered = TieredResponseStore(back: try RedisResponseStore(configuration: configuration))
@@ -212,8 +212,8 @@ struct NearCacheLimitTests {
         #expect(throws: HTTPCachingError.self) { try tiered.entry(for: entry.key) }
     }
 
-    @Test("in front of a Sentinel-watched primary, memory never serves: every read goes to Redis")
-    func sentinelNeverServes() throws {
+    @Test("in front of sentinels that cannot be reached, memory does not serve: every read goes to Redis")
+    func unreachableSentinelsNeverServe() throws {
         var configuration = RedisConfiguration(host: "127.0.0.1", port: 1, connectTimeout: 0.1, commandTimeout: 0.1, retryDelay: 0)
         configuration.sentinelMasterName = "mymaster"
         let tiered = TieredResponseStore(back: try RedisResponseStore(configuration: configuration))

@@ -33,7 +33,8 @@ final class RedisProcessGroup: @unchecked Sendable {
 
     /// `redis-server`'s arguments for a node on `port` of these tests: 127.0.0.1, its folder,
     /// no persistence, the admin's password (also for its link to a primary) and the ACL user
-    /// the stores use, limited to keys and no dangerous commands.
+    /// the stores use, limited to keys, no dangerous commands, and the one channel a near
+    /// cache's invalidations arrive on (README, "Servers and ACL").
     /// - Throws: what making its folder throws.
     func serverArguments(_ port: Int) throws -> [String] {
         let (adminPassword, user, userPassword) = (Self.adminPassword, Self.user, Self.userPassword)
@@ -41,7 +42,7 @@ final class RedisProcessGroup: @unchecked Sendable {
         return ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "no",
                 "--daemonize", "no", "--logfile", folder.appendingPathComponent("redis.log").path,
                 "--requirepass", adminPassword, "--masterauth", adminPassword,
-                "--user", user, "on", ">\(userPassword)", "~*", "+@all", "-@dangerous"]
+                "--user", user, "on", ">\(userPassword)", "~*", "+@all", "-@dangerous", "&__redis__:invalidate"]
     }
 
     /// Starts `executable` as the process on `port` and waits until `answers` says it is up.

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Where a `RedisResponseStore`'s commands go: one server's connection pool, a Redis
 /// Cluster's router, or the primary Redis Sentinel names. A single server's calls go straight
 /// to its pool, as they always did.
@@ -83,5 +85,53 @@ enum RedisBackend: Sendable {
                 cursor = next
             } while cursor != done
         }
+    }
+
+    // MARK: - Following the primaries (a near cache)
+
+    /// The primaries a near cache follows, learned again now (a cluster's topology, the
+    /// sentinels' answer; each at most every 100 ms): the server itself, each primary serving a
+    /// slot, or the primary the sentinels name.
+    /// - Throws: `RedisClientError` when no node tells the topology, or no sentinel names a primary.
+    func primariesNow() throws(RedisClientError) -> [RedisNodeAddress] {
+        switch self {
+        case .server(let pool):
+            return [RedisNodeAddress(host: pool.configuration.host, port: pool.configuration.port)]
+        case .cluster(let router):
+            router.refresh(urgent: false, avoiding: nil)
+            return try router.primaries().map { RedisNodeAddress(host: $0.configuration.host, port: $0.configuration.port) }
+        case .sentinel(let router):
+            router.resolve()
+            let pool = try router.primary()
+            return [RedisNodeAddress(host: pool.configuration.host, port: pool.configuration.port)]
+        }
+    }
+
+    /// Told the primaries whenever the store itself learns that they changed; nil for a server.
+    var primaryObservers: PrimaryObservers? {
+        switch self {
+        case .server: nil
+        case .cluster(let router): router.primaryObservers
+        case .sentinel(let router): router.primaryObservers
+        }
+    }
+}
+
+/// Closures told the primaries each time a router installs a change of them, outside its lock.
+final class PrimaryObservers: Sendable {
+    typealias Observer = @Sendable ([RedisNodeAddress]) -> Void
+    private let observers = Mutex<[ObjectIdentifier: Observer]>([:])
+
+    /// Tells `observer` of every change until `remove(_:)` is called with the same owner.
+    func add(_ owner: AnyObject, _ observer: @escaping Observer) {
+        observers.withLock { $0[ObjectIdentifier(owner)] = observer }
+    }
+
+    func remove(_ owner: AnyObject) {
+        observers.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(owner)) }
+    }
+
+    func tell(_ primaries: [RedisNodeAddress]) {
+        for observer in observers.withLock({ Array($0.values) }) { observer(primaries) }
     }
 }

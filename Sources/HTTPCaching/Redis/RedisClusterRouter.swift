@@ -43,6 +43,8 @@ final class RedisClusterRouter: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Told the primaries each time a topology that changes them is installed.
+    let primaryObservers = PrimaryObservers()
 
     init(configuration: RedisConfiguration, limits: RESPParser.Limits, tls: RedisTLSContext?) {
         self.configuration = configuration
@@ -268,7 +270,7 @@ extension RedisClusterRouter {
 
     /// Makes a topology the one in use: each slot's pool, and pools only for its nodes and the seeds.
     private func install(_ topology: RedisClusterTopology) {
-        state.withLock { state in
+        let changed = state.withLock { state -> Bool in
             var owners = [RedisConnectionPool?](repeating: nil, count: RedisClusterSlot.count)
             for range in topology.ranges {
                 let pool = state.pool(for: range.primary, self)
@@ -277,10 +279,12 @@ extension RedisClusterRouter {
             let kept = Set(topology.nodes + configuration.seedNodes)
             state.pools = state.pools.filter { kept.contains($0.key) }
             state.owners = owners
-            state.topology = topology
+            defer { state.topology = topology }
             state.rediscovery.learned()
             state.refreshCount += 1
+            return Set(state.topology?.primaries ?? []) != Set(topology.primaries)
         }
+        if changed { primaryObservers.tell(topology.primaries) }
     }
 }
 

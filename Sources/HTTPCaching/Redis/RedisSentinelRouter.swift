@@ -44,6 +44,8 @@ final class RedisSentinelRouter: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Told the primary's address each time another one is installed.
+    let primaryObservers = PrimaryObservers()
 
     init(configuration: RedisConfiguration, limits: RESPParser.Limits) {
         self.configuration = configuration
@@ -170,16 +172,18 @@ extension RedisSentinelRouter {
     /// Makes the primary a sentinel named the one in use (a new pool when its address changed),
     /// and puts the sentinel that answered first.
     private func install(_ address: RedisNodeAddress, answeredBy sentinel: RedisNodeAddress) -> RedisConnectionPool {
-        state.withLock { state in
+        let (pool, changed) = state.withLock { state -> (RedisConnectionPool, Bool) in
             state.resolveCount += 1
             state.rediscovery.learned(now: DispatchTime.now().uptimeNanoseconds)
             state.sentinels = [sentinel] + state.sentinels.filter { $0 != sentinel }
-            if let current = state.primary, current.address == address { return current.pool }
+            if let current = state.primary, current.address == address { return (current.pool, false) }
             if state.primary != nil { state.switchCount += 1 }
             let pool = RedisConnectionPool(configuration: configuration.forPrimary(address), limits: limits, tls: nil, verifiesPrimary: true)
             state.primary = (address, pool)
-            return pool
+            return (pool, true)
         }
+        if changed { primaryObservers.tell([address]) }
+        return pool
     }
 
     /// The pool of a sentinel, made on first use.

@@ -18,8 +18,9 @@ final class NearCoherence: Sendable {
         case disk
         /// A Redis server: client-side caching tells what anyone changed.
         case redis(RedisConfiguration, RedisEntryLayout)
-        /// A Redis Cluster: not followed, so memory never serves.
-        case unfollowed
+        /// A Redis Cluster, or the primary Redis Sentinel names: client-side caching on every
+        /// primary tells what anyone changed (`RedisInvalidationFleet`).
+        case redisPrimaries(RedisBackend, RedisConfiguration, RedisEntryLayout)
     }
 
     /// Drops from memory the keys the closure gives, run under the tiered store's lock that
@@ -31,7 +32,7 @@ final class NearCoherence: Sendable {
     private let state: Atomic<UInt64>
     /// The Redis key of each entry in memory, to find it from an invalidation.
     private let redisKeys = Mutex<[[UInt8]: CacheKey]>([:])
-    private let listener = Mutex<RedisInvalidationListener?>(nil)
+    private let listener = Mutex<(any InvalidationFollowing)?>(nil)
     private let drop: Drop
     private let flush: @Sendable () -> Void
 
@@ -41,18 +42,26 @@ final class NearCoherence: Sendable {
         self.flush = flush
         switch source {
         case .none, .disk: state = Atomic(1)
-        case .redis, .unfollowed: state = Atomic(0) // until tracking is on
+        case .redis, .redisPrimaries: state = Atomic(0) // until tracking is on
         }
     }
 
-    /// Starts following a Redis server (nothing for the other sources).
+    /// Starts following Redis (nothing for the other sources).
     func start() {
-        guard case .redis(let configuration, let layout) = source else { return }
-        let listener = RedisInvalidationListener(
-            configuration: configuration, prefix: layout.entryPrefix,
-            up: { [self] in setServing(true) },
-            lost: { [self] in setServing(false) },
-            invalidated: { [self] keys in invalidated(keys) })
+        let up: @Sendable () -> Void = { [self] in setServing(true) }
+        let lost: @Sendable () -> Void = { [self] in setServing(false) }
+        let told: RedisInvalidationListener.Invalidated = { [self] keys in invalidated(keys) }
+        let listener: any InvalidationFollowing
+        switch source {
+        case .redis(let configuration, let layout):
+            listener = RedisInvalidationListener(configuration: configuration, prefix: layout.entryPrefix,
+                                                 up: up, lost: lost, invalidated: told)
+        case .redisPrimaries(let backend, let configuration, let layout):
+            listener = RedisInvalidationFleet(backend: backend, configuration: configuration, prefix: layout.entryPrefix,
+                                              up: up, lost: lost, invalidated: told)
+        case .none, .disk:
+            return
+        }
         self.listener.withLock { $0 = listener }
         listener.start()
     }
@@ -68,6 +77,12 @@ final class NearCoherence: Sendable {
     /// The current ticket.
     var ticket: UInt64 { state.load(ordering: .acquiring) }
 
+    /// The primaries followed in front of a Redis Cluster or a Sentinel-watched primary (none
+    /// for the other sources).
+    var followedPrimaries: [RedisNodeAddress] {
+        (listener.withLock { $0 } as? RedisInvalidationFleet)?.primaries ?? []
+    }
+
     /// Whether memory may serve now.
     var isServing: Bool { ticket & 1 == 1 }
 
@@ -79,7 +94,11 @@ final class NearCoherence: Sendable {
 
     /// Notes the Redis key of an entry put into memory; call under the lock `Drop` runs under.
     func remember(_ key: CacheKey, memory: MemoryResponseStore) {
-        guard case .redis(_, let layout) = source else { return }
+        let layout: RedisEntryLayout
+        switch source {
+        case .redis(_, let redis), .redisPrimaries(_, _, let redis): layout = redis
+        case .none, .disk: return
+        }
         let redisKey = layout.entryKey(key)
         redisKeys.withLock { keys in
             keys[redisKey] = key
@@ -126,6 +145,15 @@ final class NearCoherence: Sendable {
         flushAll()
     }
 }
+
+/// What follows Redis for a near cache: one server's listener, or a fleet of them.
+protocol InvalidationFollowing: Sendable {
+    func start()
+    func stop()
+}
+
+extension RedisInvalidationListener: InvalidationFollowing {}
+extension RedisInvalidationFleet: InvalidationFollowing {}
 
 /// Follows the journals of the disk stores behind tiered stores, every 10 ms, on one thread:
 /// each store's `tail()` reads what other processes appended (one `stat` and one `fstat` when

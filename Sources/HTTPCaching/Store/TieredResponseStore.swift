@@ -20,8 +20,9 @@ import Synchronization
 ///   expires or evicts, and it leaves memory. Memory serves only while that connection is
 ///   tracking: from its loss (found at once when the connection closes, within about a second
 ///   and `commandTimeout` when it goes silent) until tracking is on again, memory is emptied
-///   and every read goes to Redis. In front of a Redis Cluster memory never serves (no
-///   tracking across nodes): every read goes to Redis.
+///   and every read goes to Redis. In front of a Redis Cluster every primary is tracked, in
+///   front of a Sentinel-watched primary the one the sentinels name (`RedisInvalidationFleet`):
+///   memory serves only while every primary there is is tracked.
 public final class TieredResponseStore: ResponseStore {
     /// The fast front tier.
     public let memory: MemoryResponseStore
@@ -69,12 +70,13 @@ public final class TieredResponseStore: ResponseStore {
     private static func source(of back: any ResponseStore) -> NearCoherence.Source {
         if back is DiskResponseStore { return .disk }
         guard let redis = back as? RedisResponseStore else { return .none }
-        return redis.configuration.isCluster || redis.configuration.isSentinel ? .unfollowed : .redis(redis.configuration, redis.layout)
+        if case .server = redis.backend { return .redis(redis.configuration, redis.layout) }
+        return .redisPrimaries(redis.backend, redis.configuration, redis.layout)
     }
 
-    /// Whether memory answers now: always, except in front of Redis while the invalidation
-    /// connection is not tracking (before it first is, and from its loss until it is back), and
-    /// in front of a Redis Cluster, where it never does.
+    /// Whether memory answers now: always, except in front of Redis while an invalidation
+    /// connection is not tracking (before it first is, from its loss until it is back, and
+    /// while a new primary of a cluster or Sentinel group is not tracked yet).
     public var servesFromMemory: Bool { coherence.isServing }
 
     /// Puts an entry into memory; call under `shared.versions`' lock.

@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+@testable import HTTPCaching
+
+/// A near cache (a tiered store) in front of a Redis Cluster and of a Sentinel-watched
+/// primary: another store on the same prefix (another process, as far as Redis can tell: its
+/// own connections) replaces and removes entries, and the near cache stops serving them.
+enum NearFleet {
+    static func entry(_ path: String, _ body: String) -> CacheEntry {
+        let url = URL(string: "http://near-fleet.test\(path)")!
+        return CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: [:], body: Data(body.utf8), storedAt: Date())
+    }
+
+    /// Reads `key` through `tiered` until memory holds it (the writer's own invalidation may
+    /// drop the first fill); true when it does.
+    static func filled(_ tiered: TieredResponseStore, _ key: CacheKey) -> Bool {
+        eventually(timeout: 10) {
+            _ = try? tiered.entry(for: key)
+            return tiered.memory.entry(for: key) != nil
+        }
+    }
+
+    /// The body `tiered` serves for `key`, or "none".
+    static func served(_ tiered: TieredResponseStore, _ key: CacheKey) -> String {
+        guard let entry = try? tiered.entry(for: key) else { return "none" }
+        return String(decoding: entry.body, as: UTF8.self)
+    }
+
+    /// Fills memory with `entries` (written by `writer`), checks that reading them again never
+    /// reaches Redis, then has `writer` replace and remove each: each stops being served.
+    static func replaceAndRemove(_ tiered: TieredResponseStore, writer: RedisResponseStore, _ entries: [CacheEntry]) throws {
+        for entry in entries { try writer.write(entry) }
+        for entry in entries { #expect(filled(tiered, entry.key), "\(entry.url) was put into memory") }
+        let backReads = Atomic<Int>(0)
+        tiered.afterBackRead.withLock { $0 = { backReads.add(1, ordering: .relaxed) } }
+        for entry in entries { #expect(served(tiered, entry.key) == "v1") }
+        tiered.afterBackRead.withLock { $0 = nil }
+        #expect(backReads.load(ordering: .relaxed) == 0, "reads held in memory went to Redis")
+        for entry in entries { try writer.write(Self.entry(entry.url.path + "?" + (entry.url.query ?? ""), "v2")) }
+        for entry in entries {
+            #expect(eventually(timeout: 5) { tiered.memory.entry(for: entry.key) == nil }, "\(entry.url): the replaced entry left memory")
+            #expect(served(tiered, entry.key) == "v2")
+        }
+        for entry in entries { try writer.removeEntry(for: entry.key) }
+        for entry in entries {
+            #expect(eventually(timeout: 5) { served(tiered, entry.key) == "none" }, "\(entry.url): the removed entry stopped being served")
+        }
+    }
+}
+
+import Synchronization
+
+extension RedisClusterTests {
+    /// Entries whose keys fall on every primary of the cluster.
+    private static func entriesOnEveryPrimary(_ store: RedisResponseStore, _ cluster: RedisCluster, tag: String) throws -> [CacheEntry] {
+        let shards = try cluster.shards()
+        var byPrimary: [Int: CacheEntry] = [:]
+        var n = 0
+        while byPrimary.count < shards.count && n < 1000 {
+            let entry = NearFleet.entry("/\(tag)?n=\(n)", "v1")
+            let slot = RedisClusterSlot.of(store.layout.entryKey(entry.key))
+            if let shard = shards.first(where: { $0.ranges.contains { $0.contains(slot) } }), byPrimary[shard.primary] == nil {
+                byPrimary[shard.primary] = entry
+            }
+            n += 1
+        }
+        #expect(byPrimary.count == shards.count)
+        return Array(byPrimary.values)
+    }
+
+    @Test("a near cache in front of the cluster: memory serves once every primary is tracked; what another store replaces or removes on any primary leaves it")
+    func nearCache() throws {
+        let cluster = try Self.cluster()
+        let prefix = "near-\(UUID().uuidString):"
+        let writer = try cluster.makeStore(prefix: prefix)
+        let tiered = TieredResponseStore(back: try cluster.makeStore(prefix: prefix))
+        #expect(eventually(timeout: 10) { tiered.servesFromMemory })
+        #expect(Set(tiered.coherence.followedPrimaries.map(\.port)) == Set(try cluster.shards().map(\.primary)))
+        try NearFleet.replaceAndRemove(tiered, writer: writer, try Self.entriesOnEveryPrimary(writer, cluster, tag: "a"))
+    }
+
+    @Test("a near cache in front of the cluster through a manual failover (CLUSTER FAILOVER): it follows the promoted replica, and what is replaced there leaves memory")
+    func nearCacheFailover() throws {
+        let cluster = try Self.cluster()
+        let prefix = "near-\(UUID().uuidString):"
+        let writer = try cluster.makeStore(prefix: prefix)
+        let tiered = TieredResponseStore(back: try cluster.makeStore(prefix: prefix))
+        #expect(eventually(timeout: 10) { tiered.servesFromMemory })
+        let entries = try Self.entriesOnEveryPrimary(writer, cluster, tag: "f")
+        for entry in entries { try writer.write(entry) }
+        for entry in entries { #expect(NearFleet.filled(tiered, entry.key)) }
+
+        let shard = try #require(try cluster.shards().first { !$0.replicas.isEmpty })
+        let replica = try #require(shard.replicas.first)
+        #expect(try cluster.command(replica, "CLUSTER", "FAILOVER").isOK)
+        #expect(eventually(timeout: 20) { (try? cluster.info(replica, "role")) == "master" }, "the replica was promoted")
+        #expect(eventually(timeout: 10) { tiered.coherence.followedPrimaries.map(\.port).contains(replica) },
+                "the near cache follows the promoted replica")
+        #expect(!tiered.coherence.followedPrimaries.map(\.port).contains(shard.primary), "and no longer the demoted primary")
+        #expect(eventually(timeout: 10) { tiered.servesFromMemory }, "memory serves again once the new primary is tracked")
+        // The old primary, now a replica, is no longer followed: what it tells is not heard.
+        let moved = try #require(entries.first { try cluster.primary(serving: RedisClusterSlot.of(writer.layout.entryKey($0.key))) == replica })
+        #expect(NearFleet.filled(tiered, moved.key))
+        try writer.write(NearFleet.entry(moved.url.path + "?" + (moved.url.query ?? ""), "v2"))
+        #expect(eventually(timeout: 5) { NearFleet.served(tiered, moved.key) == "v2" }, "the replacement on the promoted replica was told")
+        for _ in 0..<20 { #expect(NearFleet.served(tiered, moved.key) == "v2", "an older entry came back") }
+    }
+}
+
+extension RedisSentinelTests {
+    @Test("a near cache in front of the primary the sentinels name: memory serves; what another store replaces or removes leaves it")
+    func nearCache() throws {
+        let group = try Self.group()
+        let prefix = "near-\(UUID().uuidString):"
+        let writer = try group.makeStore(prefix: prefix)
+        let tiered = TieredResponseStore(back: try group.makeStore(prefix: prefix))
+        #expect(eventually(timeout: 10) { tiered.servesFromMemory })
+        #expect(tiered.coherence.followedPrimaries.map(\.port) == [try group.roles().primary])
+        try NearFleet.replaceAndRemove(tiered, writer: writer, (0..<4).map { NearFleet.entry("/s?n=\($0)", "v1") })
+    }
+
+    @Test("a near cache through SENTINEL FAILOVER: it follows the promoted replica, and what is replaced there leaves memory")
+    func nearCacheFailover() throws {
+        let group = try Self.group()
+        let prefix = "near-\(UUID().uuidString):"
+        let writer = try group.makeStore(prefix: prefix)
+        let tiered = TieredResponseStore(back: try group.makeStore(prefix: prefix))
+        #expect(eventually(timeout: 10) { tiered.servesFromMemory })
+        let (primary, replica) = try group.roles()
+        let entry = NearFleet.entry("/sf", "v1")
+        try writer.write(entry)
+        #expect(NearFleet.filled(tiered, entry.key))
+        #expect(try group.command(group.sentinelPorts[0], "SENTINEL", "FAILOVER", RedisSentinelGroup.masterName).isOK)
+        #expect(eventually(timeout: 20) { tiered.coherence.followedPrimaries.map(\.port) == [replica] }, "the near cache follows the promoted replica")
+        #expect(eventually(timeout: 10) { tiered.servesFromMemory }, "memory serves again once the new primary is tracked")
+        // Sentinel demotes the old primary seconds later; do it now, as it would. It is no
+        // longer followed: what it tells of the writes it copies is not heard.
+        #expect(try group.command(primary, "REPLICAOF", "127.0.0.1", replica).isOK)
+        defer { try? group.waitUntilHealthy() }
+        #expect(NearFleet.filled(tiered, entry.key), "read from the promoted replica into memory")
+        #expect(eventually(timeout: 10) { (try? writer.write(NearFleet.entry("/sf", "v2"))) != nil }, "the writer follows the switch")
+        #expect(eventually(timeout: 5) { NearFleet.served(tiered, entry.key) == "v2" }, "the replacement on the promoted replica was told")
+        for _ in 0..<20 { #expect(NearFleet.served(tiered, entry.key) == "v2", "an older entry came back") }
+    }
+}

@@ -11,6 +11,15 @@ enum NearFleet {
         return CacheEntry(key: CacheKey(url: url), url: url, statusCode: 200, headers: [:], body: Data(body.utf8), storedAt: Date())
     }
 
+    /// A writer and a near cache in front of another store on the same new prefix, once memory serves.
+    static func pair(_ makeStore: (String) throws -> RedisResponseStore) throws -> (writer: RedisResponseStore, tiered: TieredResponseStore) {
+        let prefix = "near-\(UUID().uuidString):"
+        let writer = try makeStore(prefix)
+        let tiered = TieredResponseStore(back: try makeStore(prefix))
+        #expect(eventually(timeout: 10) { tiered.servesFromMemory }, "memory serves once every primary is tracked")
+        return (writer, tiered)
+    }
+
     /// Reads `key` through `tiered` until memory holds it (the writer's own invalidation may
     /// drop the first fill); true when it does.
     static func filled(_ tiered: TieredResponseStore, _ key: CacheKey) -> Bool {
@@ -71,10 +80,7 @@ extension RedisClusterTests {
     @Test("a near cache in front of the cluster: memory serves once every primary is tracked; what another store replaces or removes on any primary leaves it")
     func nearCache() throws {
         let cluster = try Self.cluster()
-        let prefix = "near-\(UUID().uuidString):"
-        let writer = try cluster.makeStore(prefix: prefix)
-        let tiered = TieredResponseStore(back: try cluster.makeStore(prefix: prefix))
-        #expect(eventually(timeout: 10) { tiered.servesFromMemory })
+        let (writer, tiered) = try NearFleet.pair { try cluster.makeStore(prefix: $0) }
         #expect(Set(tiered.coherence.followedPrimaries.map(\.port)) == Set(try cluster.shards().map(\.primary)))
         try NearFleet.replaceAndRemove(tiered, writer: writer, try Self.entriesOnEveryPrimary(writer, cluster, tag: "a"))
     }
@@ -82,10 +88,7 @@ extension RedisClusterTests {
     @Test("a near cache in front of the cluster through a manual failover (CLUSTER FAILOVER): it follows the promoted replica, and what is replaced there leaves memory")
     func nearCacheFailover() throws {
         let cluster = try Self.cluster()
-        let prefix = "near-\(UUID().uuidString):"
-        let writer = try cluster.makeStore(prefix: prefix)
-        let tiered = TieredResponseStore(back: try cluster.makeStore(prefix: prefix))
-        #expect(eventually(timeout: 10) { tiered.servesFromMemory })
+        let (writer, tiered) = try NearFleet.pair { try cluster.makeStore(prefix: $0) }
         let entries = try Self.entriesOnEveryPrimary(writer, cluster, tag: "f")
         for entry in entries { try writer.write(entry) }
         for entry in entries { #expect(NearFleet.filled(tiered, entry.key)) }
@@ -111,10 +114,7 @@ extension RedisSentinelTests {
     @Test("a near cache in front of the primary the sentinels name: memory serves; what another store replaces or removes leaves it")
     func nearCache() throws {
         let group = try Self.group()
-        let prefix = "near-\(UUID().uuidString):"
-        let writer = try group.makeStore(prefix: prefix)
-        let tiered = TieredResponseStore(back: try group.makeStore(prefix: prefix))
-        #expect(eventually(timeout: 10) { tiered.servesFromMemory })
+        let (writer, tiered) = try NearFleet.pair { try group.makeStore(prefix: $0) }
         #expect(tiered.coherence.followedPrimaries.map(\.port) == [try group.roles().primary])
         try NearFleet.replaceAndRemove(tiered, writer: writer, (0..<4).map { NearFleet.entry("/s?n=\($0)", "v1") })
     }
@@ -122,10 +122,7 @@ extension RedisSentinelTests {
     @Test("a near cache through SENTINEL FAILOVER: it follows the promoted replica, and what is replaced there leaves memory")
     func nearCacheFailover() throws {
         let group = try Self.group()
-        let prefix = "near-\(UUID().uuidString):"
-        let writer = try group.makeStore(prefix: prefix)
-        let tiered = TieredResponseStore(back: try group.makeStore(prefix: prefix))
-        #expect(eventually(timeout: 10) { tiered.servesFromMemory })
+        let (writer, tiered) = try NearFleet.pair { try group.makeStore(prefix: $0) }
         let (primary, replica) = try group.roles()
         let entry = NearFleet.entry("/sf", "v1")
         try writer.write(entry)

@@ -60,9 +60,10 @@ extension RedisSentinelTests {
         return (switched, hits)
     }
 
-    @Test("SENTINEL FAILOVER with traffic running: no request fails, hangs or gets a wrong body; the store follows the switch and hits resume from the promoted replica, with nothing restarted")
+    @Test("SENTINEL FAILOVER with traffic running: no request fails, hangs or gets a wrong body; the store follows the switch and hits resume from the promoted replica, with nothing restarted; a near cache follows it too")
     func sentinelFailover() async throws {
         let group = try Self.group()
+        let near = try Self.nearCacheBeforeFailover(group)
         let run = try await Self.startTraffic(group)
         let switches = run.router.switchCount
         let start = Date()
@@ -72,6 +73,7 @@ extension RedisSentinelTests {
         // Sentinel demotes the old primary some seconds after the switch; do it now, as it would,
         // so the next test finds the group healthy sooner.
         #expect(try group.command(run.primary, "REPLICAOF", "127.0.0.1", run.replica).isOK)
+        Self.nearCacheAfterFailover(near, promoted: run.replica)
         try group.waitUntilHealthy()
     }
 

@@ -90,20 +90,23 @@ enum RedisBackend: Sendable {
     // MARK: - Following the primaries (a near cache)
 
     /// The primaries a near cache follows, learned again now (a cluster's topology, the
-    /// sentinels' answer; each at most every 100 ms): the server itself, each primary serving a
-    /// slot, or the primary the sentinels name.
+    /// sentinels' answer; each at most every 100 ms), with the version they were read at (a
+    /// count of what the router installed, so that an older reading never undoes a newer one):
+    /// the server itself, every primary of the cluster (those serving no slot yet included),
+    /// or the primary the sentinels name.
     /// - Throws: `RedisClientError` when no node tells the topology, or no sentinel names a primary.
-    func primariesNow() throws(RedisClientError) -> [RedisNodeAddress] {
+    func primariesNow() throws(RedisClientError) -> (version: Int, primaries: [RedisNodeAddress]) {
         switch self {
         case .server(let pool):
-            return [RedisNodeAddress(host: pool.configuration.host, port: pool.configuration.port)]
+            return (0, [RedisNodeAddress(host: pool.configuration.host, port: pool.configuration.port)])
         case .cluster(let router):
             router.refresh(urgent: false, avoiding: nil)
-            return try router.primaries().map { RedisNodeAddress(host: $0.configuration.host, port: $0.configuration.port) }
+            let (version, masters) = try router.masters()
+            return (version, masters)
         case .sentinel(let router):
             router.resolve()
-            let pool = try router.primary()
-            return [RedisNodeAddress(host: pool.configuration.host, port: pool.configuration.port)]
+            let (version, primary) = try router.versionedPrimary()
+            return (version, [primary])
         }
     }
 
@@ -119,7 +122,8 @@ enum RedisBackend: Sendable {
 
 /// Closures told the primaries each time a router installs a change of them, outside its lock.
 final class PrimaryObservers: Sendable {
-    typealias Observer = @Sendable ([RedisNodeAddress]) -> Void
+    /// Told the primaries and the version they were installed at.
+    typealias Observer = @Sendable ([RedisNodeAddress], Int) -> Void
     private let observers = Mutex<[ObjectIdentifier: Observer]>([:])
 
     /// Tells `observer` of every change until `remove(_:)` is called with the same owner.
@@ -131,7 +135,7 @@ final class PrimaryObservers: Sendable {
         observers.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(owner)) }
     }
 
-    func tell(_ primaries: [RedisNodeAddress]) {
-        for observer in observers.withLock({ Array($0.values) }) { observer(primaries) }
+    func tell(_ primaries: [RedisNodeAddress], version: Int) {
+        for observer in observers.withLock({ Array($0.values) }) { observer(primaries, version) }
     }
 }

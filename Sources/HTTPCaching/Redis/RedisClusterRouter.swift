@@ -43,7 +43,8 @@ final class RedisClusterRouter: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Told the primaries each time a topology that changes them is installed.
+    /// Told the primaries (`RedisClusterTopology.masters`) each time a topology that changes
+    /// them is installed.
     let primaryObservers = PrimaryObservers()
 
     init(configuration: RedisConfiguration, limits: RESPParser.Limits, tls: RedisTLSContext?) {
@@ -134,6 +135,14 @@ final class RedisClusterRouter: Sendable {
             }
         }
         return replies
+    }
+
+    /// Every primary the topology names (those serving no slot yet included), with the count
+    /// of topologies installed when it was read; learned first if none is known.
+    /// - Throws: `RedisClientError` when no node tells the topology.
+    func masters() throws(RedisClientError) -> (version: Int, masters: [RedisNodeAddress]) {
+        try ensureTopology()
+        return state.withLock { ($0.refreshCount, $0.topology?.masters ?? []) }
     }
 
     /// The pool of each primary serving a slot now, each once, learning the topology first if
@@ -270,7 +279,7 @@ extension RedisClusterRouter {
 
     /// Makes a topology the one in use: each slot's pool, and pools only for its nodes and the seeds.
     private func install(_ topology: RedisClusterTopology) {
-        let changed = state.withLock { state -> Bool in
+        let changed = state.withLock { state -> Int? in
             var owners = [RedisConnectionPool?](repeating: nil, count: RedisClusterSlot.count)
             for range in topology.ranges {
                 let pool = state.pool(for: range.primary, self)
@@ -282,9 +291,9 @@ extension RedisClusterRouter {
             defer { state.topology = topology }
             state.rediscovery.learned()
             state.refreshCount += 1
-            return Set(state.topology?.primaries ?? []) != Set(topology.primaries)
+            return Set(state.topology?.masters ?? []) != Set(topology.masters) ? state.refreshCount : nil
         }
-        if changed { primaryObservers.tell(topology.primaries) }
+        if let changed { primaryObservers.tell(topology.masters, version: changed) }
     }
 }
 

@@ -17,6 +17,9 @@ struct RedisClusterTopology: Equatable, Sendable {
     var ranges: [SlotRange]
     /// Every node named, primaries first.
     var nodes: [RedisNodeAddress]
+    /// Every primary named, those serving no slot yet included (a node that joined to import
+    /// slots: `CLUSTER SHARDS` names it, `CLUSTER SLOTS` does not).
+    var masters: [RedisNodeAddress]
 
     /// The primaries that serve at least one slot, each once, in the order of their first range.
     var primaries: [RedisNodeAddress] {
@@ -27,9 +30,11 @@ struct RedisClusterTopology: Equatable, Sendable {
     /// How many slots some primary serves.
     var coveredSlotCount: Int { ranges.reduce(0) { $0 + $1.last - $1.first + 1 } }
 
-    init(ranges: [SlotRange], nodes: [RedisNodeAddress]) {
+    init(ranges: [SlotRange], nodes: [RedisNodeAddress], masters: [RedisNodeAddress]? = nil) {
         self.ranges = ranges
         self.nodes = nodes
+        var seen = Set<RedisNodeAddress>()
+        self.masters = masters ?? ranges.map(\.primary).filter { seen.insert($0).inserted }
     }
 
     /// The topology in a `CLUSTER SHARDS` reply: an array of shards, each a map of `slots`
@@ -63,7 +68,7 @@ struct RedisClusterTopology: Equatable, Sendable {
                 ranges.append(SlotRange(first: first, last: last, primary: primary))
             }
         }
-        self.init(ranges: ranges, nodes: Self.unique(primaries + replicas))
+        self.init(ranges: ranges, nodes: Self.unique(primaries + replicas), masters: Self.unique(primaries))
     }
 
     /// The topology in a `CLUSTER SLOTS` reply: an array of ranges, each its first and last

@@ -8,8 +8,9 @@ import Synchronization
 /// Memory may serve only while a listener tracks every primary there is: `up` is called when
 /// the last of them is tracking, `lost` as soon as one stops, or the primaries change. The
 /// primaries are learned again every `checkInterval` on a thread of its own (the cluster's
-/// topology, the sentinels' answer), and at once whenever the store itself learns that they
-/// changed (a `MOVED`, a failover it followed): a listener is started for each new primary and
+/// topology, the sentinels' answer; every primary named, one serving no slot yet included), and
+/// at once whenever the store itself installs a change of them (a topology learned after a
+/// `MOVED`, a failover it followed): a listener is started for each new primary and
 /// stopped for each gone one, and until the new ones track, memory does not serve. A primary
 /// demoted with its connection open (a manual failover) goes on telling of the writes it
 /// replicates until the change is learned. No lock is held while anything talks to a server;
@@ -24,6 +25,8 @@ final class RedisInvalidationFleet: Sendable {
     private let up: RedisInvalidationListener.Up
     private let lost: @Sendable () -> Void
     private let invalidated: RedisInvalidationListener.Invalidated
+    /// One TLS context for every listener of a `rediss-cluster://` store, made once.
+    private let tls: RedisTLSContext?
 
     /// A listener and whether it is tracking; `id` tells its reports from a replaced one's.
     private struct Member {
@@ -36,6 +39,9 @@ final class RedisInvalidationFleet: Sendable {
         var members: [RedisNodeAddress: Member] = [:]
         var serving = false
         var nextID = 0
+        /// The version of the primaries followed (`RedisBackend.primariesNow`): older readings
+        /// are ignored.
+        var version = -1
         var stopped = false
     }
 
@@ -49,12 +55,13 @@ final class RedisInvalidationFleet: Sendable {
         self.up = up
         self.lost = lost
         self.invalidated = invalidated
+        tls = configuration.tls.flatMap { options in try? RedisTLSContext(options) }
     }
 
     /// Starts following: the thread that learns the primaries (not Foundation's queues: it
     /// blocks on sockets), and the store's own news of them.
     func start() {
-        backend.primaryObservers?.add(self) { [weak self] primaries in self?.follow(primaries) }
+        backend.primaryObservers?.add(self) { [weak self] primaries, version in self?.follow(primaries, version: version) }
         let thread = Thread { [self] in run() }
         thread.name = "swift-http-caching.redis-primaries"
         thread.start()
@@ -76,20 +83,27 @@ final class RedisInvalidationFleet: Sendable {
     /// The primaries followed now, tracking or not.
     var primaries: [RedisNodeAddress] { state.withLock { Array($0.members.keys) } }
 
+    /// The primaries tracked now.
+    var tracked: [RedisNodeAddress] { state.withLock { $0.members.filter(\.value.tracking).map(\.key) } }
+
     private func run() {
         while !isStopped {
-            if let primaries = try? backend.primariesNow() { follow(primaries) }
+            if let (version, primaries) = try? backend.primariesNow() { follow(primaries, version: version) }
             let next = Deadline(after: Self.checkInterval)
             while !isStopped && next.remainingMilliseconds > 0 { usleep(UInt32(min(next.remainingMilliseconds, 50)) * 1000) }
         }
     }
 
-    /// Follows exactly `primaries`: a listener started for each new one, stopped for each gone
-    /// one; any change stops memory serving until every primary is tracked.
-    func follow(_ primaries: [RedisNodeAddress]) {
+    /// Follows exactly `primaries`, read at `version` (an older reading than the one followed is
+    /// ignored): a listener started for each new one, stopped for each gone one. Any change
+    /// moves the epoch; memory serves again once every primary is tracked (at once when the
+    /// change only took primaries away).
+    func follow(_ primaries: [RedisNodeAddress], version: Int) {
         let wanted = Set(primaries)
         let change = state.withLock { state -> (started: [Member], stopped: [Member])? in
-            guard !state.stopped, !wanted.isEmpty, Set(state.members.keys) != wanted else { return nil }
+            guard !state.stopped, !wanted.isEmpty, version >= state.version else { return nil }
+            state.version = version
+            guard Set(state.members.keys) != wanted else { return nil }
             let gone = state.members.filter { !wanted.contains($0.key) }
             for address in gone.keys { state.members[address] = nil }
             var started: [Member] = []
@@ -101,6 +115,10 @@ final class RedisInvalidationFleet: Sendable {
             }
             state.serving = false
             lost() // a new epoch: a read from a primary not yet tracked never fills memory
+            if started.isEmpty && state.members.values.allSatisfy(\.tracking) {
+                state.serving = true
+                up()
+            }
             return (started, Array(gone.values))
         }
         guard let change else { return }
@@ -114,7 +132,7 @@ final class RedisInvalidationFleet: Sendable {
         default: configuration.forNode(address)
         }
         return RedisInvalidationListener(
-            configuration: node, prefix: prefix,
+            configuration: node, prefix: prefix, tls: tls,
             up: { [weak self] in self?.tracking(address, id: id, true) },
             lost: { [weak self] in self?.tracking(address, id: id, false) },
             invalidated: { [weak self] keys in self?.told(keys, by: address, id: id) })

@@ -30,14 +30,16 @@ final class RedisInvalidationListener: Sendable {
     /// How long the connection may stay silent before a `PING` checks it.
     static let heartbeat: TimeInterval = 1
 
-    init(configuration: RedisConfiguration, prefix: [UInt8], up: @escaping Up, lost: @escaping @Sendable () -> Void,
-         invalidated: @escaping Invalidated) {
+    /// - Parameter tls: the TLS context to use for a `rediss://` configuration (made from its
+    ///   options when nil: a fleet of listeners shares one).
+    init(configuration: RedisConfiguration, prefix: [UInt8], tls: RedisTLSContext? = nil, up: @escaping Up,
+         lost: @escaping @Sendable () -> Void, invalidated: @escaping Invalidated) {
         self.configuration = configuration
         self.prefix = prefix
         self.up = up
         self.lost = lost
         self.invalidated = invalidated
-        tls = configuration.tls.flatMap { options in try? RedisTLSContext(options) }
+        self.tls = configuration.tls == nil ? nil : tls ?? configuration.tls.flatMap { options in try? RedisTLSContext(options) }
     }
 
     /// Starts the thread (not Foundation's queues: it blocks on the socket).

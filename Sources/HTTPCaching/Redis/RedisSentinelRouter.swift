@@ -54,6 +54,17 @@ final class RedisSentinelRouter: Sendable {
         state = Mutex(State(sentinels: configuration.sentinelNodes))
     }
 
+    /// The primary's address, with the count of resolutions when it was read; asks the
+    /// sentinels first if none is known.
+    /// - Throws: `RedisClientError` when no sentinel names a primary.
+    func versionedPrimary() throws(RedisClientError) -> (version: Int, primary: RedisNodeAddress) {
+        _ = try primary()
+        guard let known = state.withLock({ state in state.primary.map { (state.resolveCount, $0.address) } }) else {
+            throw RedisClientError(.sentinel, "no sentinel named the primary of '\(masterName)'")
+        }
+        return known
+    }
+
     /// The primary's address in use, if one is known.
     var primaryAddress: RedisNodeAddress? { state.withLock { $0.primary?.address } }
 
@@ -172,17 +183,17 @@ extension RedisSentinelRouter {
     /// Makes the primary a sentinel named the one in use (a new pool when its address changed),
     /// and puts the sentinel that answered first.
     private func install(_ address: RedisNodeAddress, answeredBy sentinel: RedisNodeAddress) -> RedisConnectionPool {
-        let (pool, changed) = state.withLock { state -> (RedisConnectionPool, Bool) in
+        let (pool, changed) = state.withLock { state -> (RedisConnectionPool, Int?) in
             state.resolveCount += 1
             state.rediscovery.learned(now: DispatchTime.now().uptimeNanoseconds)
             state.sentinels = [sentinel] + state.sentinels.filter { $0 != sentinel }
-            if let current = state.primary, current.address == address { return (current.pool, false) }
+            if let current = state.primary, current.address == address { return (current.pool, nil) }
             if state.primary != nil { state.switchCount += 1 }
             let pool = RedisConnectionPool(configuration: configuration.forPrimary(address), limits: limits, tls: nil, verifiesPrimary: true)
             state.primary = (address, pool)
-            return (pool, true)
+            return (pool, state.resolveCount)
         }
-        if changed { primaryObservers.tell([address]) }
+        if let changed { primaryObservers.tell([address], version: changed) }
         return pool
     }
 

@@ -22,7 +22,7 @@ import Synchronization
 ///   and `commandTimeout` when it goes silent) until tracking is on again, memory is emptied
 ///   and every read goes to Redis. In front of a Redis Cluster every primary is tracked, in
 ///   front of a Sentinel-watched primary the one the sentinels name (`RedisInvalidationFleet`):
-///   memory serves only while every primary there is is tracked.
+///   memory serves only while every current primary is tracked.
 public final class TieredResponseStore: ResponseStore {
     /// The fast front tier.
     public let memory: MemoryResponseStore

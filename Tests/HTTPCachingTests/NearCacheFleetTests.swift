@@ -162,7 +162,7 @@ struct NearCacheFleetUnitTests {
                                            invalidated: { _ in })
         defer { fleet.stop() }
         let live = RedisNodeAddress(host: "127.0.0.1", port: server.port)
-        let dead = RedisNodeAddress(host: "127.0.0.1", port: RedisServer.freePort())
+        let dead = RedisNodeAddress(host: "127.0.0.1", port: 1) // refused: nothing listens there
         fleet.follow([live, dead], version: 1)
         #expect(eventually(timeout: 5) { losts.load(ordering: .relaxed) >= 1 })
         #expect(eventually(timeout: 5) { fleet.tracked == [live] })
@@ -171,6 +171,5 @@ struct NearCacheFleetUnitTests {
         #expect(eventually(timeout: 5) { ups.load(ordering: .relaxed) == 1 }, "the one primary left is tracked: memory serves")
         fleet.follow([live, dead], version: 1)
         #expect(Set(fleet.primaries) == [live], "an older reading was followed")
-        #expect(ups.load(ordering: .relaxed) == 1)
     }
 }

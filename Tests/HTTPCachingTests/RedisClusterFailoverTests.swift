@@ -53,11 +53,12 @@ extension RedisClusterTests {
         #expect(h.recorder.count(where: { $0.name == "storeFailed" }) == 0)
     }
 
-    @Test("failover with traffic running: a primary killed (SIGKILL); no request fails, hangs or gets a wrong body; storeFailed while it is down; hits resume once its replica is promoted, with nothing restarted")
+    @Test("failover with traffic running: a primary killed (SIGKILL); no request fails, hangs or gets a wrong body; storeFailed while it is down; hits resume once its replica is promoted, with nothing restarted; a near cache follows the promoted replica")
     func failover() async throws {
         let cluster = try Self.cluster()
         let store = try cluster.makeStore()
         let h = try Harness(store: store)
+        let (_, near) = try NearFleet.pair { try cluster.makeStore(prefix: $0) }
         h.origin.route("/f") { request, _ in .init(text: "body of \(request.target)") }
         let paths = (0..<24).map { "/f?n=\($0)" }
         for path in paths { _ = try await h.get(path) }
@@ -86,6 +87,12 @@ extension RedisClusterTests {
         #expect(await eventually(timeout: 20) {
             (try? cluster.info(replica, "cluster_state", section: "cluster")) == "ok"
         })
+        // A near cache follows the promoted replica, not the dead primary (listed as a failed
+        // master with no slots until it returns), and serves again.
+        #expect(await eventually(timeout: 20) {
+            near.servesFromMemory && near.coherence.followedPrimaries.map(\.port).contains(replica)
+                && !near.coherence.followedPrimaries.map(\.port).contains(victim.primary)
+        }, "the near cache follows the promoted replica and serves again")
         traffic.phase = 2
         #expect(await eventually(timeout: 20) { traffic.freshAfterPromotion(of: onVictim) > 0 },
                 "hits resumed for the dead primary's entries, served by the promoted replica")

@@ -27,17 +27,10 @@ struct RedisClusterRoutingTests {
 
     @Test("CLUSTER SHARDS: each shard's master serves its ranges; an unknown endpoint is the host asked; a shard without a master serves nothing")
     func shardsReply() throws {
-        func node(_ endpoint: String?, _ port: Int, _ role: String, ip: String = "10.0.0.9") -> RESPValue {
-            var fields: [RESPValue] = [.bulkString(Array("id".utf8)), .bulkString(Array("abc".utf8)), .bulkString(Array("port".utf8)),
-                                       .integer(Int64(port)), .bulkString(Array("ip".utf8)), .bulkString(Array(ip.utf8))]
-            fields += [.bulkString(Array("endpoint".utf8)), .bulkString(endpoint.map { Array($0.utf8) })]
-            fields += [.bulkString(Array("role".utf8)), .bulkString(Array(role.utf8)), .bulkString(Array("health".utf8)),
-                       .bulkString(Array("online".utf8))]
-            return .array(fields)
+        func node(_ endpoint: String?, _ port: Int, _ role: String, ip: String = "10.0.0.9", health: String = "online") -> RESPValue {
+            Self.shardNode(endpoint, port, role, ip: ip, health: health)
         }
-        func shard(_ slots: [Int64], _ nodes: [RESPValue]) -> RESPValue {
-            .array([.bulkString(Array("slots".utf8)), .array(slots.map { .integer($0) }), .bulkString(Array("nodes".utf8)), .array(nodes)])
-        }
+        let shard = Self.shard
         let reply = RESPValue.array([
             shard([0, 5460, 9000, 9001], [node("10.0.0.1", 7000, "master"), node("10.0.0.4", 7003, "replica")]),
             shard([5461, 8999], [node("?", 7001, "master"), node("10.0.0.5", 7004, "replica")]),
@@ -52,6 +45,41 @@ struct RedisClusterRoutingTests {
         #expect(topology.nodes.count == 6)
         #expect(throws: RedisClientError.self) { try RedisClusterTopology(shards: .array([.integer(1)]), askedHost: "h") }
         #expect(throws: RedisClientError.self) { try RedisClusterTopology(shards: .error("ERR nope"), askedHost: "h") }
+    }
+
+    static func shardNode(_ endpoint: String?, _ port: Int, _ role: String, ip: String = "10.0.0.9", health: String = "online") -> RESPValue {
+        var fields: [RESPValue] = [.bulkString(Array("id".utf8)), .bulkString(Array("abc".utf8)), .bulkString(Array("port".utf8)),
+                                   .integer(Int64(port)), .bulkString(Array("ip".utf8)), .bulkString(Array(ip.utf8))]
+        fields += [.bulkString(Array("endpoint".utf8)), .bulkString(endpoint.map { Array($0.utf8) })]
+        fields += [.bulkString(Array("role".utf8)), .bulkString(Array(role.utf8)), .bulkString(Array("health".utf8)),
+                   .bulkString(Array(health.utf8))]
+        return .array(fields)
+    }
+
+    static func shard(_ slots: [Int64], _ nodes: [RESPValue]) -> RESPValue {
+        .array([.bulkString(Array("slots".utf8)), .array(slots.map { .integer($0) }), .bulkString(Array("nodes".utf8)), .array(nodes)])
+    }
+
+    @Test("CLUSTER SHARDS: a failed master is passed over for its shard's promoted replica (Redis 7.2), and one serving no slot is no master to follow (7.0); a healthy master serving no slot yet is")
+    func failedMasters() throws {
+        func node(_ endpoint: String?, _ port: Int, _ role: String, ip: String = "10.0.0.9", health: String = "online") -> RESPValue {
+            Self.shardNode(endpoint, port, role, ip: ip, health: health)
+        }
+        let shard = Self.shard
+        let address = { (port: Int) in RedisNodeAddress(host: "10.0.0.1", port: port) }
+        let reply = RESPValue.array([
+            shard([0, 8191], [node("10.0.0.1", 7000, "master", health: "fail"), node("10.0.0.1", 7003, "master")]),
+            shard([8192, 16_383], [node("10.0.0.1", 7001, "master")]),
+            shard([], [node("10.0.0.1", 7002, "master", health: "fail")]),
+            shard([], [node("10.0.0.1", 7005, "master")]),
+        ])
+        let topology = try RedisClusterTopology(shards: reply, askedHost: "h")
+        #expect(topology.primaries == [address(7003), address(7001)], "slots go to the promoted replica, not the failed master")
+        #expect(topology.masters == [address(7003), address(7001), address(7005)])
+        #expect(topology.nodes.contains(address(7000)) && topology.nodes.contains(address(7002)), "failed nodes stay known")
+        let down = try RedisClusterTopology(shards: .array([shard([0, 16_383], [node("10.0.0.1", 7000, "master", health: "fail")])]),
+                                            askedHost: "h")
+        #expect(down.primaries == [address(7000)] && down.masters == [address(7000)], "a shard whose only master failed keeps it")
     }
 
     @Test("CLUSTER SLOTS: the first node of each range is its primary; a null endpoint is the host asked")

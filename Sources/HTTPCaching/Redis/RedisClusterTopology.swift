@@ -41,34 +41,58 @@ struct RedisClusterTopology: Equatable, Sendable {
     /// (pairs of first and last slot) and `nodes` (maps of `id`, `port`, `tls-port`, `ip`,
     /// `endpoint`, `role`, `health`, ...). A shard's primary is its node whose role is
     /// `master`; a shard with none (between a primary's failure and a replica's promotion it
-    /// still has one, marked failed) serves nothing. With `tls`, a node's `tls-port` is used
-    /// where it has one (a cluster with `tls-cluster yes`), else its `port`.
+    /// still has one, marked failed) serves nothing. A failed `master` is passed over for
+    /// another in its shard, and one serving no slot is not among `masters`. With `tls`, a
+    /// node's `tls-port` is used where it has one (a cluster with `tls-cluster yes`), else its
+    /// `port`.
     /// - Throws: `RedisClientError` of kind `.protocolViolation` for a reply of another shape.
     init(shards reply: RESPValue, askedHost: String, tls: Bool = false) throws(RedisClientError) {
         guard case .array(let shards?) = reply else { throw Self.malformed("CLUSTER SHARDS", reply) }
         var ranges: [SlotRange] = [], primaries: [RedisNodeAddress] = [], replicas: [RedisNodeAddress] = []
+        var masters: [RedisNodeAddress] = []
         for shard in shards {
             let fields = try Self.map(shard, "CLUSTER SHARDS")
             guard case .array(let slots?) = fields["slots"] ?? .array([]), slots.count % 2 == 0,
                   case .array(let nodes?) = fields["nodes"] ?? .array([]) else { throw Self.malformed("CLUSTER SHARDS", shard) }
-            var primary: RedisNodeAddress?
-            for node in nodes {
-                let node = try Self.map(node, "CLUSTER SHARDS")
-                let port = (tls ? node["tls-port"].flatMap(Self.integer) : nil) ?? node["port"].flatMap(Self.integer)
-                guard let port, let address = Self.address(
-                    endpoint: node["endpoint"]?.bytes, ip: node["ip"]?.bytes, port: port, askedHost: askedHost) else { continue }
-                let isPrimary = node["role"]?.bytes.map { String(decoding: $0, as: UTF8.self) } == "master"
-                if isPrimary && primary == nil { primary = address } else { replicas.append(address) }
-            }
-            guard let primary else { continue }
+            let (found, others) = try Self.primary(among: nodes, askedHost: askedHost, tls: tls)
+            replicas += others
+            guard let primary = found.address else { continue }
             primaries.append(primary)
+            // A failed primary serving no slot (one replaced by its replica, kept in the node
+            // table until it returns) is no primary to follow.
+            if !found.failed || !slots.isEmpty { masters.append(primary) }
             for index in stride(from: 0, to: slots.count, by: 2) {
                 guard let first = Self.integer(slots[index]), let last = Self.integer(slots[index + 1]),
                       0 <= first, first <= last, last < RedisClusterSlot.count else { throw Self.malformed("CLUSTER SHARDS", shard) }
                 ranges.append(SlotRange(first: first, last: last, primary: primary))
             }
         }
-        self.init(ranges: ranges, nodes: Self.unique(primaries + replicas), masters: Self.unique(primaries))
+        self.init(ranges: ranges, nodes: Self.unique(primaries + replicas), masters: Self.unique(masters))
+    }
+
+    /// A shard's primary: its first node whose role is `master` and whose health is not failed
+    /// (Redis 7.2 lists a failed primary in the shard of the replica that replaced it), else
+    /// its first failed one; and every other node.
+    private static func primary(among nodes: [RESPValue], askedHost: String, tls: Bool) throws(RedisClientError)
+        -> (primary: (address: RedisNodeAddress?, failed: Bool), others: [RedisNodeAddress]) {
+        var healthy: RedisNodeAddress?, failed: RedisNodeAddress?, others: [RedisNodeAddress] = []
+        for node in nodes {
+            let node = try map(node, "CLUSTER SHARDS")
+            let port = (tls ? node["tls-port"].flatMap(integer) : nil) ?? node["port"].flatMap(integer)
+            guard let port, let address = address(endpoint: node["endpoint"]?.bytes, ip: node["ip"]?.bytes, port: port,
+                                                  askedHost: askedHost) else { continue }
+            let text = { (name: String) in node[name]?.bytes.map { String(decoding: $0, as: UTF8.self) } }
+            let isFailed = text("health") == "fail" || text("health") == "failed"
+            if text("role") == "master" && !isFailed && healthy == nil {
+                healthy = address
+            } else if text("role") == "master" && isFailed && failed == nil {
+                failed = address
+            } else {
+                others.append(address)
+            }
+        }
+        if healthy != nil, let failed { others.append(failed) }
+        return ((healthy ?? failed, healthy == nil && failed != nil), others)
     }
 
     /// The topology in a `CLUSTER SLOTS` reply: an array of ranges, each its first and last

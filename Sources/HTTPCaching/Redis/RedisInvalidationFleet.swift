@@ -132,7 +132,7 @@ final class RedisInvalidationFleet: Sendable {
         default: configuration.forNode(address)
         }
         return RedisInvalidationListener(
-            configuration: node, prefix: prefix, tls: tls,
+            configuration: node, prefix: prefix, tls: .some(tls),
             up: { [weak self] in self?.tracking(address, id: id, true) },
             lost: { [weak self] in self?.tracking(address, id: id, false) },
             invalidated: { [weak self] keys in self?.told(keys, by: address, id: id) })

@@ -30,16 +30,16 @@ final class RedisInvalidationListener: Sendable {
     /// How long the connection may stay silent before a `PING` checks it.
     static let heartbeat: TimeInterval = 1
 
-    /// - Parameter tls: the TLS context to use for a `rediss://` configuration (made from its
-    ///   options when nil: a fleet of listeners shares one).
-    init(configuration: RedisConfiguration, prefix: [UInt8], tls: RedisTLSContext? = nil, up: @escaping Up,
+    /// - Parameter shared: the TLS context for a `rediss://` configuration, made once for a fleet
+    ///   of listeners (`.some(nil)`: it could not be made); when not given, made from the options.
+    init(configuration: RedisConfiguration, prefix: [UInt8], tls shared: RedisTLSContext?? = nil, up: @escaping Up,
          lost: @escaping @Sendable () -> Void, invalidated: @escaping Invalidated) {
         self.configuration = configuration
         self.prefix = prefix
         self.up = up
         self.lost = lost
         self.invalidated = invalidated
-        self.tls = configuration.tls == nil ? nil : tls ?? configuration.tls.flatMap { options in try? RedisTLSContext(options) }
+        tls = configuration.tls == nil ? nil : shared ?? configuration.tls.flatMap { options in try? RedisTLSContext(options) }
     }
 
     /// Starts the thread (not Foundation's queues: it blocks on the socket).

@@ -20,6 +20,15 @@ enum NearFleet {
         return (writer, tiered)
     }
 
+    /// Whether `tiered` comes to follow `port` and not `gone` (a dead primary, listed as a failed
+    /// master with no slots until it returns), and to serve from memory.
+    static func follows(_ tiered: TieredResponseStore, _ port: Int, not gone: Int) async -> Bool {
+        await eventually(timeout: 20) {
+            let followed = tiered.coherence.followedPrimaries.map(\.port)
+            return tiered.servesFromMemory && followed.contains(port) && !followed.contains(gone)
+        }
+    }
+
     /// Reads `key` through `tiered` until memory holds it (the writer's own invalidation may
     /// drop the first fill); true when it does.
     static func filled(_ tiered: TieredResponseStore, _ key: CacheKey) -> Bool {

@@ -87,12 +87,7 @@ extension RedisClusterTests {
         #expect(await eventually(timeout: 20) {
             (try? cluster.info(replica, "cluster_state", section: "cluster")) == "ok"
         })
-        // A near cache follows the promoted replica, not the dead primary (listed as a failed
-        // master with no slots until it returns), and serves again.
-        #expect(await eventually(timeout: 20) {
-            near.servesFromMemory && near.coherence.followedPrimaries.map(\.port).contains(replica)
-                && !near.coherence.followedPrimaries.map(\.port).contains(victim.primary)
-        }, "the near cache follows the promoted replica and serves again")
+        #expect(await NearFleet.follows(near, replica, not: victim.primary), "the near cache follows the promoted replica and serves again")
         traffic.phase = 2
         #expect(await eventually(timeout: 20) { traffic.freshAfterPromotion(of: onVictim) > 0 },
                 "hits resumed for the dead primary's entries, served by the promoted replica")

@@ -41,7 +41,7 @@ struct RedisTLSClusterTests {
         return nodes
     }
 
-    @Test("rediss-cluster://: the topology names the nodes' TLS ports, entries on every primary are written and read, a hit through URLSession")
+    @Test("rediss-cluster://: the topology names the nodes' TLS ports, entries on every primary are written and read, a hit through URLSession, a near cache in front of it")
     func tlsCluster() async throws {
         let nodes = try Self.cluster()
         defer { nodes.forEach { $0.stop() } }
@@ -69,5 +69,11 @@ struct RedisTLSClusterTests {
         let hit = try await h.get("/over-tls")
         #expect(hit.status == .fresh && hit.text == "clustered")
         #expect(h.recorder.count(where: { $0.name == "storeFailed" }) == 0)
+        // A near cache in front of the TLS cluster: its invalidation connections speak TLS too.
+        let near = TieredResponseStore(back: try RedisResponseStore(configuration: configuration))
+        #expect(await eventually(timeout: 10) { near.servesFromMemory }, "every primary is tracked over TLS")
+        #expect(NearFleet.filled(near, entries[0].key))
+        try store.write(E.entry("/c0", body: "replaced"))
+        #expect(await eventually(timeout: 5) { (try? near.entry(for: entries[0].key))?.body == Data("replaced".utf8) }, "the replacement was told")
     }
 }

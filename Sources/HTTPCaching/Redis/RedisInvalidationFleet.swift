@@ -8,7 +8,8 @@ import Synchronization
 /// Memory may serve only while a listener tracks every primary there is: `up` is called when
 /// the last of them is tracking, `lost` as soon as one stops, or the primaries change. The
 /// primaries are learned again every `checkInterval` on a thread of its own (the cluster's
-/// topology, the sentinels' answer; every primary named, one serving no slot yet included), and
+/// topology, the sentinels' answer; every primary named, one serving no slot yet included, a
+/// failed one only while it still serves slots), and
 /// at once whenever the store itself installs a change of them (a topology learned after a
 /// `MOVED`, a failover it followed): a listener is started for each new primary and
 /// stopped for each gone one, and until the new ones track, memory does not serve. A primary

@@ -99,6 +99,31 @@ extension RedisClusterTests {
         try NearFleet.replaceAndRemove(tiered, writer: writer, try Self.entriesOnEveryPrimary(writer, cluster, tag: "a"))
     }
 
+    @Test("reads through a near cache in front of the cluster, racing 300 replacements spread over every primary, never leave an older entry in memory once the writes stop")
+    func nearCacheRace() throws {
+        let cluster = try Self.cluster()
+        let (writer, tiered) = try NearFleet.pair { try cluster.makeStore(prefix: $0) }
+        let paths = try Self.entriesOnEveryPrimary(writer, cluster, tag: "r").map { $0.url.path + "?" + ($0.url.query ?? "") }
+        for path in paths { try writer.write(NearFleet.entry(path, "0")) }
+        let done = Atomic<Bool>(false)
+        let readers = DispatchGroup()
+        for _ in 0..<3 {
+            DispatchQueue.global().async(group: readers) {
+                while !done.load(ordering: .relaxed) {
+                    for path in paths { _ = try? tiered.entry(for: NearFleet.entry(path, "").key) }
+                }
+            }
+        }
+        for version in 1...100 { for path in paths { try writer.write(NearFleet.entry(path, "\(version)")) } }
+        done.store(true, ordering: .relaxed)
+        readers.wait()
+        for path in paths {
+            let key = NearFleet.entry(path, "").key
+            #expect(eventually(timeout: 5) { NearFleet.served(tiered, key) == "100" }, "\(path)")
+            for _ in 0..<20 { #expect(NearFleet.served(tiered, key) == "100", "an older entry came back for \(path)") }
+        }
+    }
+
     @Test("a near cache in front of the cluster through a manual failover (CLUSTER FAILOVER): it follows the promoted replica, and what is replaced there leaves memory")
     func nearCacheFailover() throws {
         let cluster = try Self.cluster()

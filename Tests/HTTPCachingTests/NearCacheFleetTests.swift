@@ -99,6 +99,33 @@ extension RedisClusterTests {
         try NearFleet.replaceAndRemove(tiered, writer: writer, try Self.entriesOnEveryPrimary(writer, cluster, tag: "a"))
     }
 
+    @Test("a near cache through a slot moved by hand (SETSLOT, MIGRATE): the moved entry leaves memory, and a replacement on its new primary is told")
+    func nearCacheMovedSlot() throws {
+        let cluster = try Self.cluster()
+        let (writer, tiered) = try NearFleet.pair { try cluster.makeStore(prefix: $0) }
+        let entry = NearFleet.entry("/moved", "v1")
+        try writer.write(entry)
+        #expect(NearFleet.filled(tiered, entry.key))
+        let redisKey = writer.layout.entryKey(entry.key), slot = RedisClusterSlot.of(writer.layout.entryKey(entry.key))
+        let source = try cluster.primary(serving: slot)
+        let target = try #require(try cluster.shards().map(\.primary).first { $0 != source })
+        let sourceID = try #require(try cluster.command(source, "CLUSTER", "MYID").bytes)
+        let targetID = try #require(try cluster.command(target, "CLUSTER", "MYID").bytes)
+        #expect(try cluster.command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", sourceID).isOK)
+        #expect(try cluster.command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", targetID).isOK)
+        #expect(try cluster.command(source, "MIGRATE", "127.0.0.1", target, "", 0, 5000, "AUTH", RedisProcessGroup.adminPassword,
+                                    "KEYS", redisKey).isOK)
+        #expect(eventually(timeout: 5) { tiered.memory.entry(for: entry.key) == nil }, "the migrated entry left memory")
+        for shard in try cluster.shards() {
+            #expect(try cluster.command(shard.primary, "CLUSTER", "SETSLOT", slot, "NODE", targetID).isOK)
+        }
+        #expect(eventually { (try? cluster.primary(serving: slot)) == target })
+        #expect(NearFleet.filled(tiered, entry.key), "read from the new primary into memory")
+        try writer.write(NearFleet.entry("/moved", "v2"))
+        #expect(eventually(timeout: 5) { NearFleet.served(tiered, entry.key) == "v2" }, "the replacement on the new primary was told")
+        for _ in 0..<20 { #expect(NearFleet.served(tiered, entry.key) == "v2", "an older entry came back") }
+    }
+
     @Test("reads through a near cache in front of the cluster, racing 300 replacements spread over every primary, never leave an older entry in memory once the writes stop")
     func nearCacheRace() throws {
         let cluster = try Self.cluster()

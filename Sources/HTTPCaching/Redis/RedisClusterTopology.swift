@@ -22,10 +22,7 @@ struct RedisClusterTopology: Equatable, Sendable {
     var masters: [RedisNodeAddress]
 
     /// The primaries that serve at least one slot, each once, in the order of their first range.
-    var primaries: [RedisNodeAddress] {
-        var seen = Set<RedisNodeAddress>()
-        return ranges.map(\.primary).filter { seen.insert($0).inserted }
-    }
+    var primaries: [RedisNodeAddress] { Self.unique(ranges.map(\.primary)) }
 
     /// How many slots some primary serves.
     var coveredSlotCount: Int { ranges.reduce(0) { $0 + $1.last - $1.first + 1 } }
@@ -33,8 +30,7 @@ struct RedisClusterTopology: Equatable, Sendable {
     init(ranges: [SlotRange], nodes: [RedisNodeAddress], masters: [RedisNodeAddress]? = nil) {
         self.ranges = ranges
         self.nodes = nodes
-        var seen = Set<RedisNodeAddress>()
-        self.masters = masters ?? ranges.map(\.primary).filter { seen.insert($0).inserted }
+        self.masters = masters ?? Self.unique(ranges.map(\.primary))
     }
 
     /// The topology in a `CLUSTER SHARDS` reply: an array of shards, each a map of `slots`
@@ -82,7 +78,7 @@ struct RedisClusterTopology: Equatable, Sendable {
             guard let port, let address = address(endpoint: node["endpoint"]?.bytes, ip: node["ip"]?.bytes, port: port,
                                                   askedHost: askedHost) else { continue }
             let text = { (name: String) in node[name]?.bytes.map { String(decoding: $0, as: UTF8.self) } }
-            let isFailed = text("health") == "fail" || text("health") == "failed"
+            let isFailed = ["fail", "failed"].contains(text("health"))
             if text("role") == "master" && !isFailed && healthy == nil {
                 healthy = address
             } else if text("role") == "master" && isFailed && failed == nil {

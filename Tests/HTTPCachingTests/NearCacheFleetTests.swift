@@ -29,6 +29,24 @@ enum NearFleet {
         }
     }
 
+    /// `entry` with another body, stored now (the same key).
+    static func replaced(_ entry: CacheEntry, _ body: String) -> CacheEntry {
+        var replacement = entry
+        replacement.body = Data(body.utf8)
+        replacement.storedAt = Date()
+        return replacement
+    }
+
+    /// Reads `key` into memory, has `replace` write its replacement, "v2", on `place`, and
+    /// checks that the replacement is told and no older entry comes back.
+    static func replacementTold(_ tiered: TieredResponseStore, _ key: CacheKey, on place: String,
+                                replace: () throws -> Void) rethrows {
+        #expect(filled(tiered, key), "read from \(place) into memory")
+        try replace()
+        #expect(eventually(timeout: 5) { served(tiered, key) == "v2" }, "the replacement on \(place) was told")
+        for _ in 0..<20 { #expect(served(tiered, key) == "v2", "an older entry came back") }
+    }
+
     /// Reads `key` through `tiered` until memory holds it (the writer's own invalidation may
     /// drop the first fill); true when it does.
     static func filled(_ tiered: TieredResponseStore, _ key: CacheKey) -> Bool {
@@ -59,7 +77,7 @@ enum NearFleet {
             return backReads.load(ordering: .relaxed) == 0
         }, "reads held in memory went to Redis")
         tiered.afterBackRead.withLock { $0 = nil }
-        for entry in entries { try writer.write(Self.entry(entry.url.path + "?" + (entry.url.query ?? ""), "v2")) }
+        for entry in entries { try writer.write(replaced(entry, "v2")) }
         for entry in entries {
             #expect(eventually(timeout: 5) { tiered.memory.entry(for: entry.key) == nil }, "\(entry.url): the replaced entry left memory")
             #expect(served(tiered, entry.key) == "v2")
@@ -106,48 +124,35 @@ extension RedisClusterTests {
         let entry = NearFleet.entry("/moved", "v1")
         try writer.write(entry)
         #expect(NearFleet.filled(tiered, entry.key))
-        let redisKey = writer.layout.entryKey(entry.key), slot = RedisClusterSlot.of(writer.layout.entryKey(entry.key))
-        let source = try cluster.primary(serving: slot)
-        let target = try #require(try cluster.shards().map(\.primary).first { $0 != source })
-        let sourceID = try #require(try cluster.command(source, "CLUSTER", "MYID").bytes)
-        let targetID = try #require(try cluster.command(target, "CLUSTER", "MYID").bytes)
-        #expect(try cluster.command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", sourceID).isOK)
-        #expect(try cluster.command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", targetID).isOK)
-        #expect(try cluster.command(source, "MIGRATE", "127.0.0.1", target, "", 0, 5000, "AUTH", RedisProcessGroup.adminPassword,
-                                    "KEYS", redisKey).isOK)
+        let (move, migrated) = try cluster.beginMoving(writer.layout.entryKey(entry.key))
+        #expect(migrated.isOK, "\(migrated)")
         #expect(eventually(timeout: 5) { tiered.memory.entry(for: entry.key) == nil }, "the migrated entry left memory")
-        for shard in try cluster.shards() {
-            #expect(try cluster.command(shard.primary, "CLUSTER", "SETSLOT", slot, "NODE", targetID).isOK)
-        }
-        #expect(eventually { (try? cluster.primary(serving: slot)) == target })
-        #expect(NearFleet.filled(tiered, entry.key), "read from the new primary into memory")
-        try writer.write(NearFleet.entry("/moved", "v2"))
-        #expect(eventually(timeout: 5) { NearFleet.served(tiered, entry.key) == "v2" }, "the replacement on the new primary was told")
-        for _ in 0..<20 { #expect(NearFleet.served(tiered, entry.key) == "v2", "an older entry came back") }
+        try cluster.finishMoving(move)
+        #expect(eventually { (try? cluster.primary(serving: move.slot)) == move.target })
+        try NearFleet.replacementTold(tiered, entry.key, on: "the new primary") { try writer.write(NearFleet.replaced(entry, "v2")) }
     }
 
     @Test("reads through a near cache in front of the cluster, racing 300 replacements spread over every primary, never leave an older entry in memory once the writes stop")
     func nearCacheRace() throws {
         let cluster = try Self.cluster()
         let (writer, tiered) = try NearFleet.pair { try cluster.makeStore(prefix: $0) }
-        let paths = try Self.entriesOnEveryPrimary(writer, cluster, tag: "r").map { $0.url.path + "?" + ($0.url.query ?? "") }
-        for path in paths { try writer.write(NearFleet.entry(path, "0")) }
+        let entries = try Self.entriesOnEveryPrimary(writer, cluster, tag: "r").map { NearFleet.replaced($0, "0") }
+        for entry in entries { try writer.write(entry) }
         let done = Atomic<Bool>(false)
         let readers = DispatchGroup()
         for _ in 0..<3 {
             DispatchQueue.global().async(group: readers) {
                 while !done.load(ordering: .relaxed) {
-                    for path in paths { _ = try? tiered.entry(for: NearFleet.entry(path, "").key) }
+                    for entry in entries { _ = try? tiered.entry(for: entry.key) }
                 }
             }
         }
-        for version in 1...100 { for path in paths { try writer.write(NearFleet.entry(path, "\(version)")) } }
+        for version in 1...100 { for entry in entries { try writer.write(NearFleet.replaced(entry, "\(version)")) } }
         done.store(true, ordering: .relaxed)
         readers.wait()
-        for path in paths {
-            let key = NearFleet.entry(path, "").key
-            #expect(eventually(timeout: 5) { NearFleet.served(tiered, key) == "100" }, "\(path)")
-            for _ in 0..<20 { #expect(NearFleet.served(tiered, key) == "100", "an older entry came back for \(path)") }
+        for entry in entries {
+            #expect(eventually(timeout: 5) { NearFleet.served(tiered, entry.key) == "100" }, "\(entry.url)")
+            for _ in 0..<20 { #expect(NearFleet.served(tiered, entry.key) == "100", "an older entry came back for \(entry.url)") }
         }
     }
 
@@ -171,10 +176,7 @@ extension RedisClusterTests {
         // replica's listener tells of the replacement (the demoted one, were it still heard,
         // would tell of it too, as it copies the write).
         let moved = try #require(entries.first { try cluster.primary(serving: RedisClusterSlot.of(writer.layout.entryKey($0.key))) == replica })
-        #expect(NearFleet.filled(tiered, moved.key))
-        try writer.write(NearFleet.entry(moved.url.path + "?" + (moved.url.query ?? ""), "v2"))
-        #expect(eventually(timeout: 5) { NearFleet.served(tiered, moved.key) == "v2" }, "the replacement on the promoted replica was told")
-        for _ in 0..<20 { #expect(NearFleet.served(tiered, moved.key) == "v2", "an older entry came back") }
+        try NearFleet.replacementTold(tiered, moved.key, on: "the promoted replica") { try writer.write(NearFleet.replaced(moved, "v2")) }
     }
 }
 
@@ -195,10 +197,9 @@ extension RedisSentinelTests {
         let (writer, tiered, entry) = near
         #expect(eventually(timeout: 20) { tiered.coherence.followedPrimaries.map(\.port) == [promoted] }, "the near cache follows the promoted replica")
         #expect(eventually(timeout: 10) { tiered.servesFromMemory }, "memory serves again once the new primary is tracked")
-        #expect(NearFleet.filled(tiered, entry.key), "read from the promoted replica into memory")
-        #expect(eventually(timeout: 10) { (try? writer.write(NearFleet.entry("/sf", "v2"))) != nil }, "the writer follows the switch")
-        #expect(eventually(timeout: 5) { NearFleet.served(tiered, entry.key) == "v2" }, "the replacement on the promoted replica was told")
-        for _ in 0..<20 { #expect(NearFleet.served(tiered, entry.key) == "v2", "an older entry came back") }
+        NearFleet.replacementTold(tiered, entry.key, on: "the promoted replica") {
+            #expect(eventually(timeout: 10) { (try? writer.write(NearFleet.replaced(entry, "v2"))) != nil }, "the writer follows the switch")
+        }
     }
 
     @Test("a near cache in front of the primary the sentinels name: memory serves; what another store replaces or removes leaves it")

@@ -120,6 +120,37 @@ final class RedisCluster: @unchecked Sendable {
         try #require(try shards().first { $0.ranges.contains { $0.contains(slot) } }).primary
     }
 
+    /// A slot being moved by hand from the primary serving it to another.
+    struct SlotMove {
+        let slot: Int
+        let source: Int
+        let target: Int
+        let targetID: [UInt8]
+    }
+
+    /// Starts moving the slot of `redisKey` to another primary as `redis-cli --cluster reshard`
+    /// does: the target `IMPORTING`, the source `MIGRATING`, then `MIGRATE` of the key, whose
+    /// reply is returned for the test to check.
+    func beginMoving(_ redisKey: [UInt8]) throws -> (move: SlotMove, migrated: RESPValue) {
+        let slot = RedisClusterSlot.of(redisKey)
+        let source = try primary(serving: slot)
+        let target = try #require(try shards().map(\.primary).first { $0 != source })
+        let sourceID = try #require(try command(source, "CLUSTER", "MYID").bytes)
+        let targetID = try #require(try command(target, "CLUSTER", "MYID").bytes)
+        #expect(try command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", sourceID).isOK)
+        #expect(try command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", targetID).isOK)
+        let migrated = try command(source, "MIGRATE", "127.0.0.1", target, "", 0, 5000, "AUTH", RedisProcessGroup.adminPassword,
+                                   "KEYS", redisKey)
+        return (SlotMove(slot: slot, source: source, target: target, targetID: targetID), migrated)
+    }
+
+    /// Ends a move: every primary is told the slot's new node.
+    func finishMoving(_ move: SlotMove) throws {
+        for shard in try shards() {
+            #expect(try command(shard.primary, "CLUSTER", "SETSLOT", move.slot, "NODE", move.targetID).isOK)
+        }
+    }
+
     /// Kills a node with SIGKILL, as a crash would.
     func kill(_ port: Int) { nodes.kill(port) }
 

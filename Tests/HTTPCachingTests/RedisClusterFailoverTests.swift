@@ -21,16 +21,8 @@ extension RedisClusterTests {
         #expect(try await h.get("/moving").status == .miss)
         #expect(await h.recorder.wait(for: .stored))
         let info = try #require(try store.entryInfos().first)
-        let redisKey = store.layout.entryKey(info.key)
-        let slot = RedisClusterSlot.of(redisKey)
-        let source = try cluster.primary(serving: slot)
-        let target = try #require(try cluster.shards().map(\.primary).first { $0 != source })
-        let sourceID = try #require(try cluster.command(source, "CLUSTER", "MYID").bytes)
-        let targetID = try #require(try cluster.command(target, "CLUSTER", "MYID").bytes)
-        #expect(try cluster.command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", sourceID).isOK)
-        #expect(try cluster.command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", targetID).isOK)
-        let migrated = try cluster.command(source, "MIGRATE", "127.0.0.1", target, "", 0, 5000, "AUTH", RedisProcessGroup.adminPassword,
-                                           "KEYS", redisKey)
+        let (move, migrated) = try cluster.beginMoving(store.layout.entryKey(info.key))
+        let (slot, target) = (move.slot, move.target)
         #expect(migrated.isOK, "\(migrated)")
         let redirectionsBefore = router.redirectionCount, refreshesBefore = router.refreshCount
 
@@ -38,9 +30,7 @@ extension RedisClusterTests {
         #expect(asked.status == .fresh && asked.text == "moving body", "read from the importing node after ASK")
         #expect(router.redirectionCount > redirectionsBefore && router.refreshCount == refreshesBefore, "ASK changes no map")
 
-        for shard in try cluster.shards() {
-            #expect(try cluster.command(shard.primary, "CLUSTER", "SETSLOT", slot, "NODE", targetID).isOK)
-        }
+        try cluster.finishMoving(move)
         #expect(await eventually { (try? cluster.primary(serving: slot)) == target })
         let moved = try await h.get("/moving")
         #expect(moved.status == .fresh && moved.text == "moving body", "read from the new primary after MOVED")

@@ -183,6 +183,9 @@ struct CacheTransactionTests {
         _ = announced.start(entry: nil, now: Self.t0)
         #expect(Self.names(announced.head(Self.head(200, ["Content-Length": "50"]), now: Self.t0))
                 == ["notStored(\(NotStoredReason.tooLarge(bytes: 50, limit: 10)))", "served(bypass)", "respond(200, bypass)"])
+        var huge = Self.transaction(role: .foreground(streaming: true), maxEntrySize: 3 << 30) // lengths past 2^31 are exact
+        _ = huge.start(entry: nil, now: Self.t0)
+        #expect(Self.names(huge.head(Self.head(200, ["Content-Length": "5000000000"]), now: Self.t0)).first == "notStored(\(NotStoredReason.tooLarge(bytes: 5_000_000_000, limit: 3 << 30)))")
         var growing = Self.transaction(role: .foreground(streaming: true), maxEntrySize: 10)
         _ = growing.start(entry: nil, now: Self.t0)
         _ = growing.head(Self.head(200), now: Self.t0)

@@ -38,6 +38,25 @@ struct HTTPFieldParsingTests {
         #expect(HTTPFieldParsing.deltaSeconds(text) == nil)
     }
 
+    // MARK: - Content-Length
+
+    @Test("RFC 9110 §8.6: Content-Length is exact past 2^31; identical list members are one value", arguments: [
+        ("0", 0), ("42", 42), ("007", 7), (" 42\t", 42), ("2147483648", 2_147_483_648), ("2147483649", 2_147_483_649),
+        ("5000000000", 5_000_000_000), ("9223372036854775807", Int.max), ("42, 42", 42), ("42,42", 42), ("42, , 42,", 42),
+    ] as [(String, Int)])
+    func contentLengthValid(field: String, expected: Int) {
+        #expect(HTTPFieldParsing.contentLength(field) == expected)
+    }
+
+    @Test("RFC 9110 §8.6: anything else leaves the length unknown", arguments: [
+        "", " ", ",", "-1", "+5", "1.5", "1e3", "0x10", "4 2", "٣", "42, 43", "42, x", "9223372036854775808",
+        "99999999999999999999", String(repeating: "9", count: 10_000),
+    ])
+    func contentLengthInvalid(field: String) {
+        #expect(HTTPFieldParsing.contentLength(field) == nil)
+        #expect(HTTPFieldParsing.contentLength(nil) == nil)
+    }
+
     // MARK: - Age
 
     @Test("RFC 9111 §5.1: Age is delta-seconds; a list uses its first member", arguments: [

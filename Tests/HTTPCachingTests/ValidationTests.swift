@@ -174,6 +174,10 @@ extension ValidationTests {
         SelectionRow(notModified: ["ETag": "\"a\""], stored: [:], selects: false),
         // A coded body is stored decoded: the HEAD's length is the stored response's own.
         SelectionRow(notModified: ["ETag": "\"a\"", "Content-Length": "20"], stored: ["ETag": "\"a\"", "Content-Length": "20", "Content-Encoding": "gzip"], selects: true),
+        // Lengths past 2^31 compare exactly (delta-seconds would saturate both at 2^31).
+        SelectionRow(notModified: ["Content-Length": "5000000000"], stored: ["Content-Length": "5000000000"], selects: true),
+        SelectionRow(notModified: ["Content-Length": "4294967296"], stored: ["Content-Length": "2147483648"], selects: false),
+        SelectionRow(notModified: ["Content-Length": "20, 20"], stored: ["Content-Length": "20"], selects: true),
     ]
 
     @Test("RFC 9111 §4.3.5: a 200 to a HEAD describes the stored GET when each validator it has (if any), and its length, match",

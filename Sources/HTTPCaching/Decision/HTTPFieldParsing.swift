@@ -52,6 +52,34 @@ enum HTTPFieldParsing {
         return deltaSeconds(first)
     }
 
+    // MARK: - Content-Length
+
+    /// Reads a `Content-Length` field value (RFC 9110 §8.6) exactly, with no ceiling below
+    /// `Int.max` (a body may pass 2^31 bytes, where delta-seconds saturate).
+    ///
+    /// A list of identical values (`"42, 42"`, two lines folded) is that value, as §8.6
+    /// allows, empty members skipped as in any list; members that differ, anything but digits,
+    /// or a value beyond `Int.max` make the length unknown.
+    /// - Returns: the length in bytes, or nil when absent or invalid.
+    static func contentLength(_ fieldValue: String?) -> Int? {
+        guard let fieldValue else { return nil }
+        var length: Int?
+        for member in listMembers(fieldValue) {
+            let digits = member.utf8
+            guard digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            var value = 0
+            for byte in digits {
+                let (times, overflowed) = value.multipliedReportingOverflow(by: 10)
+                let (sum, overflowedAdding) = times.addingReportingOverflow(Int(byte - 0x30))
+                guard !overflowed, !overflowedAdding else { return nil }
+                value = sum
+            }
+            guard length == nil || length == value else { return nil }
+            length = value
+        }
+        return length
+    }
+
     // MARK: - Expires
 
     /// What an `Expires` field says.

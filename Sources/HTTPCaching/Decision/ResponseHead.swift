@@ -27,10 +27,9 @@ struct ResponseHead: Sendable, Equatable {
         return headers.first { $0.key.equalsIgnoringASCIICase(name) }?.value
     }
 
-    /// The announced body length, if any and valid.
+    /// The announced body length, exactly, if any and valid.
     var contentLength: Int? {
-        header("Content-Length").flatMap { HTTPFieldParsing.deltaSeconds(HTTPFieldParsing.trimmingOWS(Substring($0))) }
-            .map { Int($0) }
+        HTTPFieldParsing.contentLength(header("Content-Length"))
     }
 }
 

@@ -46,7 +46,7 @@ enum Validation {
         if let lastModified = head.header("Last-Modified"), !sameLastModified(lastModified, as: entry) { return false }
         guard let length = head.contentLength else { return true }
         // The stored response's own length (a coded body is stored decoded), else its body's.
-        let stored = entry.header("Content-Length").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? entry.body.count
+        let stored = HTTPFieldParsing.contentLength(entry.header("Content-Length")) ?? entry.body.count
         return entry.partialContent == nil && length == stored
     }
 

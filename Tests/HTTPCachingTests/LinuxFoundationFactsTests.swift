@@ -58,6 +58,18 @@ struct LinuxFoundationFactsTests {
         #expect(RequestTimeout.isSet(Hop.forwardingRequest(from: request, conditional: [:])))
     }
 
+    @Test("HTTPURLResponse keeps its sanitized fields in `_allHeaderFields` (so a miss reads them there, not through `allHeaderFields`'s bridging)")
+    func headerFieldsKept() {
+        let fields = ["content-type": "text/plain", "X-lower": "a", "www-authenticate": "Basic", "ETag": "\"1\"", "cache-control": "max-age=5"]
+        let response = HTTPURLResponse(url: URL(string: "http://facts.test/fields")!, statusCode: 200, httpVersion: nil, headerFields: fields)!
+        let kept = StoredField.value(named: "_allHeaderFields", in: response) as? [String: String]
+        #expect(kept != nil, "HTTPURLResponse no longer keeps `_allHeaderFields`: headerFields falls back to bridging, 4 µs a miss")
+        var bridged: [String: String] = [:]
+        for (name, value) in response.allHeaderFields { bridged[name as! String] = value as? String }
+        #expect(response.headerFields == bridged)
+        #expect(bridged["Etag"] == "\"1\"" && bridged["X-lower"] == "a", "the names as Foundation sanitizes them")
+    }
+
     @Test("the task is set before startLoading runs (so the cache can hand download tasks to Foundation's HTTP class there)")
     func taskIsSet() async throws {
         let configuration = URLSessionConfiguration.ephemeral

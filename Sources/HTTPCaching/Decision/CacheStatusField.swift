@@ -58,13 +58,14 @@ enum CacheStatusField {
         return existing + ", " + member
     }
 
+    /// The symbols an sf-token may hold besides letters and digits (RFC 8941 §3.3.4).
+    private static let tokenSymbols = Array("!#$%&'*+-.^_`|~:/".utf8)
+
     /// A token when the text is one (RFC 8941 sf-token), else a quoted string.
     private static func item(_ text: String) -> String {
-        let bytes = Array(text.utf8)
-        func isTokenStart(_ byte: UInt8) -> Bool { (byte | 0x20) >= 97 && (byte | 0x20) <= 122 || byte == UInt8(ascii: "*") }
-        let tchar = Set("!#$%&'*+-.^_`|~:/".utf8)
-        if let first = bytes.first, isTokenStart(first),
-           bytes.allSatisfy({ ($0 | 0x20) >= 97 && ($0 | 0x20) <= 122 || ($0 >= 48 && $0 <= 57) || tchar.contains($0) }) {
+        func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 97 && (byte | 0x20) <= 122 }
+        if let first = text.utf8.first, isLetter(first) || first == UInt8(ascii: "*"),
+           text.utf8.allSatisfy({ isLetter($0) || ($0 >= 48 && $0 <= 57) || tokenSymbols.contains($0) }) {
             return text
         }
         var quoted = "\""

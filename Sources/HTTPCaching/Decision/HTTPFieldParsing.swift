@@ -63,21 +63,27 @@ enum HTTPFieldParsing {
     /// - Returns: the length in bytes, or nil when absent or invalid.
     static func contentLength(_ fieldValue: String?) -> Int? {
         guard let fieldValue else { return nil }
-        var length: Int?
-        for member in listMembers(fieldValue) {
-            let digits = member.utf8
-            guard digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-            var value = 0
-            for byte in digits {
+        var length: Int?, value = 0, digits = 0, ended = false // `ended`: the member's digits are over
+        func endMember() -> Bool {
+            defer { (value, digits, ended) = (0, 0, false) }
+            guard digits > 0 else { return true }
+            guard length == nil || length == value else { return false }
+            length = value
+            return true
+        }
+        for byte in fieldValue.utf8 {
+            switch byte {
+            case 0x30...0x39 where !ended:
                 let (times, overflowed) = value.multipliedReportingOverflow(by: 10)
                 let (sum, overflowedAdding) = times.addingReportingOverflow(Int(byte - 0x30))
                 guard !overflowed, !overflowedAdding else { return nil }
-                value = sum
+                (value, digits) = (sum, digits + 1)
+            case 0x20, 0x09: ended = digits > 0
+            case UInt8(ascii: ","): guard endMember() else { return nil }
+            default: return nil // anything else, or digits after a space inside a member
             }
-            guard length == nil || length == value else { return nil }
-            length = value
         }
-        return length
+        return endMember() ? length : nil
     }
 
     // MARK: - Expires

@@ -34,8 +34,11 @@ struct ResponseHead: Sendable, Equatable {
 }
 
 extension HTTPURLResponse {
-    /// The header fields as strings (Foundation types them `[AnyHashable: Any]`).
+    /// The header fields as strings (Foundation types them `[AnyHashable: Any]`): the
+    /// dictionary Foundation keeps them in, read as it is (bridging it out and casting every
+    /// field back cost a miss 4 µs), else through `allHeaderFields`.
     var headerFields: [String: String] {
+        if let kept = StoredField.value(named: "_allHeaderFields", in: self) as? [String: String] { return kept }
         var fields: [String: String] = [:]
         for (name, value) in allHeaderFields {
             if let name = name as? String, let value = value as? String { fields[name] = value }

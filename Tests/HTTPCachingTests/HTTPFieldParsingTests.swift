@@ -57,6 +57,27 @@ struct HTTPFieldParsingTests {
         #expect(HTTPFieldParsing.contentLength(nil) == nil)
     }
 
+    @Test("Content-Length: every field of up to five bytes from digits, spaces, tabs, commas and a letter reads as a plain reference reads it")
+    func contentLengthAgainstReference() {
+        func reference(_ field: String) -> Int? {
+            let members = field.split(separator: ",", omittingEmptySubsequences: false)
+                .map { $0.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed() }
+                .filter { !$0.isEmpty }
+            let values = members.map { member in member.allSatisfy { ("0"..."9").contains($0) } ? Int(String(member)) : nil }
+            guard let first = values.first, values.allSatisfy({ $0 != nil && $0 == first }) else { return nil }
+            return first
+        }
+        var fields = [""], layer = [""]
+        for _ in 0..<5 {
+            layer = layer.flatMap { field in ["0", "7", " ", "\t", ",", "x"].map { field + $0 } }
+            fields += layer
+        }
+        #expect(fields.count == 9331)
+        for field in fields where HTTPFieldParsing.contentLength(field) != reference(field) {
+            Issue.record("\(field.debugDescription): \(String(describing: HTTPFieldParsing.contentLength(field))), the reference \(String(describing: reference(field)))")
+        }
+    }
+
     // MARK: - Age
 
     @Test("RFC 9111 §5.1: Age is delta-seconds; a list uses its first member", arguments: [

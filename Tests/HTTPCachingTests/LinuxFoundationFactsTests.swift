@@ -70,6 +70,29 @@ struct LinuxFoundationFactsTests {
         #expect(bridged["Etag"] == "\"1\"" && bridged["X-lower"] == "a", "the names as Foundation sanitizes them")
     }
 
+    @Test("on its transfer queue, Foundation's HTTP class shows whether a task's transfer has ended (so a forwarded head that came with its whole answer goes out with the end, Router.releaseAfterTheRead)")
+    func transferEndedReadable() async throws {
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        let gate = LoopbackOrigin.Gate()
+        origin.route("/gated") { _, _ in
+            var response = LoopbackOrigin.Response(headers: [], text: "body")
+            response.bodyGate = gate
+            return response
+        }
+        let delegate = HeadAndEnd()
+        let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let task = session.dataTask(with: origin.url("/gated"))
+        task.resume()
+        #expect(await delegate.state.wait { $0.head })
+        let queue = try #require(TaskIntrospection.transferQueue(of: session))
+        #expect(queue.sync { TaskIntrospection.transferEnded(task) } == false, "the head came, the body waits at the gate")
+        gate.open()
+        #expect(await delegate.state.wait { $0.ended })
+        #expect(queue.sync { TaskIntrospection.transferEnded(task) } == true, "Foundation no longer shows a transfer's end: see Router.releaseAfterTheRead")
+    }
+
     @Test("the task is set before startLoading runs (so the cache can hand download tasks to Foundation's HTTP class there)")
     func taskIsSet() async throws {
         let configuration = URLSessionConfiguration.ephemeral
@@ -98,6 +121,21 @@ struct LinuxFoundationFactsTests {
 }
 
 /// Refuses every redirect.
+/// Notes when a data task's head and its end reach the delegate.
+final class HeadAndEnd: NSObject, URLSessionDataDelegate, Sendable {
+    let state = Watched((head: false, ended: false))
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        state.update { $0.head = true }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        state.update { $0.ended = true }
+    }
+}
+
 final class RedirectRefuser: NSObject, URLSessionTaskDelegate, Sendable {
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {

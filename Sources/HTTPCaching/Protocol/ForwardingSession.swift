@@ -78,6 +78,7 @@ final class ForwardingSession: Sendable {
             let session = URLSession(configuration: state.configuration, delegate: router, delegateQueue: queue)
             state.session = session
             state.transferQueue = TaskIntrospection.transferQueue(of: session)
+            router.transferQueue.withLock { $0 = UncheckedBox(state.transferQueue) }
             return session
         }
     }
@@ -171,6 +172,8 @@ final class ForwardingSession: Sendable {
         }
 
         private let entries = Mutex<[Int: Entry]>([:])
+        /// The session's transfer queue (`ForwardingSession.transferQueue`).
+        let transferQueue = Mutex(UncheckedBox<DispatchQueue?>(nil))
 
         /// Reports `task` to `observer`; a streamed upload gets `stream` when it asks for its body.
         func observe(_ task: Int, _ observer: any ForwardObserver, whole: Bool = false, stream: InputStream? = nil, rewinds: Bool = false) {
@@ -200,9 +203,29 @@ final class ForwardingSession: Sendable {
                     entries[dataTask.taskIdentifier]?.headReported = true
                     return entries[dataTask.taskIdentifier]?.observer
                 }
+                let release = observer?.forwardHold()
                 observer?.forwardReceived(http, from: dataTask.taskIdentifier)
+                if let release { releaseAfterTheRead(release, task: dataTask, delegateQueue: session.delegateQueue) }
             }
             completionHandler(.allow)
+        }
+
+        /// Lets what the head leads to go to the caller once the socket read that brought the
+        /// head has been handled (a block on the transfer queue, where reads are handled, runs
+        /// after it). When the transfer ended in that read (an answer that came whole), its
+        /// end is already queued here behind its body: the hold ends behind it, so the head,
+        /// body and end go out together, and the caller's task has ended by the time its
+        /// delegate hears of the response, as with Foundation's own class (a `cancel()` there
+        /// changes nothing). Otherwise at once: the hold never waits for this queue's backlog
+        /// of a stream's chunks, nor for later reads.
+        private func releaseAfterTheRead(_ release: @escaping @Sendable () -> Void, task: URLSessionDataTask,
+                                         delegateQueue: OperationQueue) {
+            guard let transfer = transferQueue.withLock({ $0.value }) else { return release() }
+            let box = UncheckedBox((task, delegateQueue))
+            transfer.async {
+                guard TaskIntrospection.transferEnded(box.value.0) == true else { return release() }
+                box.value.1.addOperation(release)
+            }
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

@@ -166,6 +166,23 @@ enum TaskIntrospection {
         return (caseName, found)
     }
 
+    /// Whether Foundation's own HTTP class running `task` has ended its transfer: the task let
+    /// its protocol go (`_protocolStorage` is `invalidated`, once the end is reported), or the
+    /// protocol's `internalState` is `transferCompleted`, `transferFailed` or `taskCompleted`.
+    /// The task's delegate may not have heard of the end yet. Read it on the session's transfer
+    /// queue, where both change; nil when it cannot be read.
+    static func transferEnded(_ task: URLSessionTask) -> Bool? {
+        func name<T>(_ value: T) -> String? { EnumCaseNames.name(of: value) }
+        guard let storage = storedValue(named: "_protocolStorage", in: task),
+              let storageCase = _openExistential(storage, do: name) else { return nil }
+        if storageCase == "invalidated" { return true }
+        guard let existing = Mirror(reflecting: storage).children.first, existing.label == "existing",
+              let foundationProtocol = existing.value as? URLProtocol,
+              let state = storedValue(named: "internalState", in: foundationProtocol),
+              let stateCase = _openExistential(state, do: name) else { return nil }
+        return ["transferCompleted", "transferFailed", "taskCompleted"].contains(stateCase)
+    }
+
     /// The whole body Foundation's own HTTP class has loaded for a completion-handler task that
     /// has not completed yet: a 401's (its protocol's `responseData`, set just before it raises
     /// an authentication challenge), or a redirect's (`lastRedirectBody`, while its delegate is

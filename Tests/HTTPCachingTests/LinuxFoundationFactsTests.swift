@@ -70,7 +70,7 @@ struct LinuxFoundationFactsTests {
         #expect(bridged["Etag"] == "\"1\"" && bridged["X-lower"] == "a", "the names as Foundation sanitizes them")
     }
 
-    @Test("on its transfer queue, Foundation's HTTP class shows whether a task's transfer has ended (so a forwarded head that came with its whole answer goes out with the end, Router.releaseAfterTheRead)")
+    @Test("on its transfer queue, Foundation's HTTP class shows whether a task's transfer has ended: in a read still going, after a whole answer's one read, at a 401's challenge (so a forwarded head that came with its whole answer goes out with the end, Router.releaseAfterTheRead)")
     func transferEndedReadable() async throws {
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
@@ -80,17 +80,26 @@ struct LinuxFoundationFactsTests {
             response.bodyGate = gate
             return response
         }
-        let delegate = HeadAndEnd()
-        let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
-        let task = session.dataTask(with: origin.url("/gated"))
-        task.resume()
-        #expect(await delegate.state.wait { $0.head })
-        let queue = try #require(TaskIntrospection.transferQueue(of: session))
-        #expect(queue.sync { TaskIntrospection.transferEnded(task) } == false, "the head came, the body waits at the gate")
-        gate.open()
-        #expect(await delegate.state.wait { $0.ended })
-        #expect(queue.sync { TaskIntrospection.transferEnded(task) } == true, "Foundation no longer shows a transfer's end: see Router.releaseAfterTheRead")
+        var whole = LoopbackOrigin.Response()
+        whole.raw = Data("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nwhole".utf8)
+        origin.route("/whole", response: whole)
+        origin.route("/401", response: .init(status: 401, headers: [("WWW-Authenticate", "Basic realm=\"facts\"")], text: "no"))
+        func run(_ path: String, _ midway: (HeadAndEnd) async -> Void = { _ in }) async -> HeadAndEnd {
+            let delegate = HeadAndEnd()
+            let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
+            defer { session.finishTasksAndInvalidate() }
+            session.dataTask(with: origin.url(path)).resume()
+            await midway(delegate)
+            #expect(await delegate.state.wait { $0.ended && ($0.atHead != nil || $0.atChallenge != nil) })
+            return delegate
+        }
+        let gated = await run("/gated") { delegate in
+            #expect(await delegate.state.wait { $0.atHead != nil })
+            gate.open()
+        }
+        #expect(gated.state.value.atHead == .some(false), "the head came, the body waits at the gate")
+        #expect(await run("/whole").state.value.atHead == .some(true), "a whole answer in one read: the task let its protocol go")
+        #expect(await run("/401").state.value.atChallenge == .some(true), "a 401: its protocol's state says the task completed")
     }
 
     @Test("the task is set before startLoading runs (so the cache can hand download tasks to Foundation's HTTP class there)")
@@ -120,15 +129,31 @@ struct LinuxFoundationFactsTests {
     #endif
 }
 
-/// Refuses every redirect.
-/// Notes when a data task's head and its end reach the delegate.
+/// Notes when a data task's head and its end reach the delegate, and what
+/// `TaskIntrospection.transferEnded` reads on the transfer queue right after its head or its
+/// authentication challenge was handled there (a block queued then runs after that read).
 final class HeadAndEnd: NSObject, URLSessionDataDelegate, Sendable {
-    let state = Watched((head: false, ended: false))
+    let state = Watched((head: false, ended: false, atHead: Bool??.none, atChallenge: Bool??.none))
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        let task = UncheckedBox(dataTask)
+        TaskIntrospection.transferQueue(of: session)?.async { [state] in
+            let ended = TaskIntrospection.transferEnded(task.value)
+            state.update { $0.atHead = ended }
+        }
         state.update { $0.head = true }
         completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+                    completionHandler: @escaping (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        let box = UncheckedBox(task)
+        TaskIntrospection.transferQueue(of: session)?.async { [state] in
+            let ended = TaskIntrospection.transferEnded(box.value)
+            state.update { $0.atChallenge = ended }
+        }
+        completionHandler(.cancelAuthenticationChallenge, nil)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
@@ -136,6 +161,7 @@ final class HeadAndEnd: NSObject, URLSessionDataDelegate, Sendable {
     }
 }
 
+/// Refuses every redirect.
 final class RedirectRefuser: NSObject, URLSessionTaskDelegate, Sendable {
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {

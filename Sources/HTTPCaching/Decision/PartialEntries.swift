@@ -11,9 +11,11 @@ enum PartialEntries {
         guard let field = head.header("Content-Range") else { return .unusablePart("it has no Content-Range") }
         guard let range else { return .unusablePart("its Content-Range (\(field.prefix(80))) is not one byte range") }
         guard range.completeLength != nil else { return .unusablePart("its Content-Range does not give the complete length") }
-        if let length = head.contentLength, length != range.count {
-            // Known from the head, so its Cache-Status never says `stored` for content that cannot be.
-            return .unusablePart("its Content-Length (\(length)) is not the \(range.count) bytes its Content-Range covers")
+        // A valid length, or digits past `Int.max`, that is not the range's: known from the
+        // head, so its Cache-Status never says `stored` for content that cannot be.
+        if let field = head.header("Content-Length"), head.contentLength.map({ $0 != range.count })
+            ?? (!field.isEmpty && field.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }) {
+            return .unusablePart("its Content-Length (\(field.prefix(20))) is not the \(range.count) bytes its Content-Range covers")
         }
         if let coding = contentCoding(head.header("Content-Encoding")) {
             return .unusablePart("it is content-coded (\(coding.prefix(40)))")

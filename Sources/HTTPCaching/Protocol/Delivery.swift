@@ -294,15 +294,16 @@ final class Delivery: Sendable {
         state.withLock { $0.gathering += 1 }
     }
 
-    /// Ends a `hold()`: when the last ends, one block takes every call waiting to the work queue.
-    func release() {
+    /// Ends a `hold()`: when the last ends, one block takes every call waiting to the work queue,
+    /// or, when the caller runs on the queue calls go out on (`runningOn`), they go out at once.
+    func release(runningOn current: DispatchQueue? = nil) {
         let schedule = state.withLock { state -> Bool in
             state.gathering -= 1
             guard state.gathering == 0, !state.scheduled, !state.waiting.isEmpty else { return false }
             state.scheduled = true
             return true
         }
-        if schedule { scheduleWaiting() }
+        if schedule { scheduleWaiting(runningOn: current) }
     }
 
     /// Makes a client call on the work queue (at once when already there and nothing waits),
@@ -327,10 +328,11 @@ final class Delivery: Sendable {
     }
 
     /// Puts the block that runs the waiting calls on the work queue (`scheduled` is set).
-    private func scheduleWaiting() {
+    private func scheduleWaiting(runningOn current: DispatchQueue? = nil) {
         guard let queue = followed.withLock({ $0.value }) ?? workQueue else {
             return runWaiting() // no work queue to be had: from this thread, in order
         }
+        if let current, current === queue { return runWaiting() }
         queue.async { self.runWaiting() }
     }
 

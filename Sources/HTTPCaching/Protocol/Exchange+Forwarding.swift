@@ -145,10 +145,10 @@ extension Exchange {
         })
     }
 
-    func forwardHold() -> (@Sendable () -> Void)? {
+    func forwardHold() -> (@Sendable (_ runningOn: DispatchQueue?) -> Void)? {
         guard let delivery = caller?.delivery else { return nil }
         delivery.hold()
-        return { delivery.release() }
+        return { delivery.release(runningOn: $0) }
     }
 
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64) {

@@ -15,8 +15,10 @@ protocol ForwardObserver: AnyObject, Sendable {
     /// Upload progress, for requests with a body.
     func forwardSentBody(_ task: Int, sent: Int64, total: Int64, expected: Int64)
     /// Holds what goes out to the caller until the returned closure is called (an answer
-    /// reported whole then goes out together); nil when nothing is held.
-    func forwardHold() -> (@Sendable () -> Void)?
+    /// reported whole then goes out together); nil when nothing is held. The closure is given
+    /// the queue it is called on when that is the transfer queue: what waited then goes out
+    /// there at once, not in another block on it.
+    func forwardHold() -> (@Sendable (_ runningOn: DispatchQueue?) -> Void)?
     /// The body is to be sent again (libcurl retries on a new connection when a reused one
     /// died): `answer` what the caller's delegate gives (used for a stream body only), or nil.
     func forwardNeedsNewBodyStream(_ task: Int, answer: @escaping @Sendable (InputStream?) -> Void)
@@ -38,8 +40,6 @@ final class ForwardingSession: Sendable {
     private struct State: @unchecked Sendable {
         let configuration: URLSessionConfiguration
         var session: URLSession?
-        /// The queue the session's transfers read their sockets on, read once with the session.
-        var transferQueue: DispatchQueue?
     }
 
     /// The cookie settings of the installation's configuration: the storage this session
@@ -77,8 +77,7 @@ final class ForwardingSession: Sendable {
             queue.name = "HTTPCaching.forwarding"
             let session = URLSession(configuration: state.configuration, delegate: router, delegateQueue: queue)
             state.session = session
-            state.transferQueue = TaskIntrospection.transferQueue(of: session)
-            router.transferQueue.withLock { $0 = UncheckedBox(state.transferQueue) }
+            router.transferQueue.withLock { $0 = UncheckedBox(TaskIntrospection.transferQueue(of: session)) }
             return session
         }
     }
@@ -86,7 +85,7 @@ final class ForwardingSession: Sendable {
     /// The queue every forwarded transfer reads its socket on (`TaskIntrospection.transferQueue`);
     /// nil before the first request, or when it cannot be read.
     var transferQueue: DispatchQueue? {
-        state.withLock { $0.transferQueue }
+        router.transferQueue.withLock { $0.value }
     }
 
     /// The body an outgoing request carries.
@@ -122,7 +121,7 @@ final class ForwardingSession: Sendable {
                     if let data, !data.isEmpty { observer.forwardReceived(data, from: id) }
                 }
                 observer.forwardCompleted(id, error: error)
-                release?()
+                release?(nil)
             }
             identifier.withLock { $0 = task.taskIdentifier }
             router.observe(task.taskIdentifier, observer, whole: true)
@@ -169,10 +168,13 @@ final class ForwardingSession: Sendable {
             var rewinds = false
             /// Whether its final response head was reported.
             var headReported = false
+            /// Ends the hold its head took, once its end has been reported
+            /// (`releaseAfterTheRead`).
+            var releaseAtEnd: (@Sendable () -> Void)?
         }
 
         private let entries = Mutex<[Int: Entry]>([:])
-        /// The session's transfer queue (`ForwardingSession.transferQueue`).
+        /// The session's transfer queue (`ForwardingSession.transferQueue`), read once with it.
         let transferQueue = Mutex(UncheckedBox<DispatchQueue?>(nil))
 
         /// Reports `task` to `observer`; a streamed upload gets `stream` when it asks for its body.
@@ -205,26 +207,30 @@ final class ForwardingSession: Sendable {
                 }
                 let release = observer?.forwardHold()
                 observer?.forwardReceived(http, from: dataTask.taskIdentifier)
-                if let release { releaseAfterTheRead(release, task: dataTask, delegateQueue: session.delegateQueue) }
+                if let release { releaseAfterTheRead(release, task: dataTask) }
             }
             completionHandler(.allow)
         }
 
         /// Lets what the head leads to go to the caller once the socket read that brought the
         /// head has been handled (a block on the transfer queue, where reads are handled, runs
-        /// after it). When the transfer ended in that read (an answer that came whole), its
-        /// end is already queued here behind its body: the hold ends behind it, so the head,
-        /// body and end go out together, and the caller's task has ended by the time its
+        /// after it). When the transfer ended in that read (an answer that came whole), its end
+        /// is already queued here: the hold ends once that end has been reported, so the head,
+        /// body and end go out together and the caller's task has ended by the time its
         /// delegate hears of the response, as with Foundation's own class (a `cancel()` there
-        /// changes nothing). Otherwise at once: the hold never waits for this queue's backlog
-        /// of a stream's chunks, nor for later reads.
-        private func releaseAfterTheRead(_ release: @escaping @Sendable () -> Void, task: URLSessionDataTask,
-                                         delegateQueue: OperationQueue) {
-            guard let transfer = transferQueue.withLock({ $0.value }) else { return release() }
-            let box = UncheckedBox((task, delegateQueue))
-            transfer.async {
-                guard TaskIntrospection.transferEnded(box.value.0) == true else { return release() }
-                box.value.1.addOperation(release)
+        /// changes nothing). Otherwise at once, on the transfer queue: the hold never waits for
+        /// this queue's backlog, nor for later reads.
+        private func releaseAfterTheRead(_ release: @escaping @Sendable (DispatchQueue?) -> Void, task: URLSessionDataTask) {
+            guard let transfer = transferQueue.withLock({ $0.value }) else { return release(nil) }
+            let box = UncheckedBox(task)
+            transfer.async { [self] in
+                let id = box.value.taskIdentifier
+                let atEnd = TaskIntrospection.transferEnded(box.value) == true && entries.withLock { entries -> Bool in
+                    guard entries[id] != nil else { return false } // its end is reported already
+                    entries[id]?.releaseAtEnd = { release(nil) }
+                    return true
+                }
+                if !atEnd { release(transfer) }
             }
         }
 
@@ -237,11 +243,13 @@ final class ForwardingSession: Sendable {
         /// reports it): the task's response is reported first, its body empty, as Foundation
         /// hands it to a completion handler.
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            guard let entry = take(task.taskIdentifier) else { return }
+            guard let entry = entries.withLock({ $0[task.taskIdentifier] }) else { return }
             if error == nil, !entry.headReported, let http = task.response as? HTTPURLResponse {
                 entry.observer.forwardReceived(http, from: task.taskIdentifier)
             }
             entry.observer.forwardCompleted(task.taskIdentifier, error: error)
+            // Taken once the end is reported: a hold left for the end (releaseAfterTheRead) ends now.
+            take(task.taskIdentifier)?.releaseAtEnd?()
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,
@@ -294,7 +302,7 @@ final class ForwardingSession: Sendable {
         /// its response and the body Foundation loaded go first (a completion handler would get
         /// neither: Foundation loses a refused redirect's body, and a cancelled challenge's 401).
         private func endWhole(_ task: URLSessionTask, response: HTTPURLResponse?, redirect: Bool) {
-            guard let entry = take(task.taskIdentifier) else { return }
+            guard let entry = entries.withLock({ $0[task.taskIdentifier] }) else { return }
             let observer = entry.observer
             if entry.whole, let response {
                 observer.forwardReceived(response, from: task.taskIdentifier)
@@ -303,6 +311,7 @@ final class ForwardingSession: Sendable {
                 }
             }
             observer.forwardCompleted(task.taskIdentifier, error: nil)
+            take(task.taskIdentifier)?.releaseAtEnd?()
         }
     }
 }

@@ -180,7 +180,10 @@ enum TaskIntrospection {
               let foundationProtocol = existing.value as? URLProtocol,
               let state = storedValue(named: "internalState", in: foundationProtocol),
               let stateCase = _openExistential(state, do: name) else { return nil }
-        return ["transferCompleted", "transferFailed", "taskCompleted"].contains(stateCase)
+        switch stateCase {
+        case "transferCompleted", "transferFailed", "taskCompleted": return true
+        default: return false
+        }
     }
 
     /// The whole body Foundation's own HTTP class has loaded for a completion-handler task that

@@ -227,7 +227,8 @@ final class ForwardingSession: Sendable {
                 let id = box.value.taskIdentifier
                 let atEnd = TaskIntrospection.transferEnded(box.value) == true && entries.withLock { entries -> Bool in
                     guard entries[id] != nil else { return false } // its end is reported already
-                    entries[id]?.releaseAtEnd = { release(nil) }
+                    let earlier = entries[id]?.releaseAtEnd // never a hold lost, were a second head to come
+                    entries[id]?.releaseAtEnd = { earlier?(); release(nil) }
                     return true
                 }
                 if !atEnd { release(transfer) }

@@ -160,10 +160,20 @@ enum TaskIntrospection {
               let table = behaviours as? any IntKeyedTable else { return nil }
         // One entry looked up in place (a cast to [Int: Any] would box every task's entry), and
         // its case named as `print` names it (a Mirror costs far more).
-        guard let found = table.anyValue(for: task.taskIdentifier) else { return nil }
+        guard let found = table.anyValue(for: task.taskIdentifier), let name = caseName(of: found) else { return nil }
+        return (name, found)
+    }
+
+    /// The case name of an enum value held as `Any` (`EnumCaseNames`); nil for any other value.
+    private static func caseName(of value: Any) -> String? {
         func name<T>(_ value: T) -> String? { EnumCaseNames.name(of: value) }
-        guard let caseName = _openExistential(found, do: name) else { return nil }
-        return (caseName, found)
+        return _openExistential(value, do: name)
+    }
+
+    /// Foundation's own protocol a task's `_protocolStorage` holds, when it is `existing`.
+    private static func foundationProtocol(in storage: Any) -> URLProtocol? {
+        guard let existing = Mirror(reflecting: storage).children.first, existing.label == "existing" else { return nil }
+        return existing.value as? URLProtocol
     }
 
     /// Whether Foundation's own HTTP class running `task` has ended its transfer: the task let
@@ -172,14 +182,11 @@ enum TaskIntrospection {
     /// The task's delegate may not have heard of the end yet. Read it on the session's transfer
     /// queue, where both change; nil when it cannot be read.
     static func transferEnded(_ task: URLSessionTask) -> Bool? {
-        func name<T>(_ value: T) -> String? { EnumCaseNames.name(of: value) }
-        guard let storage = storedValue(named: "_protocolStorage", in: task),
-              let storageCase = _openExistential(storage, do: name) else { return nil }
+        guard let storage = storedValue(named: "_protocolStorage", in: task), let storageCase = caseName(of: storage) else { return nil }
         if storageCase == "invalidated" { return true }
-        guard let existing = Mirror(reflecting: storage).children.first, existing.label == "existing",
-              let foundationProtocol = existing.value as? URLProtocol,
+        guard let foundationProtocol = foundationProtocol(in: storage),
               let state = storedValue(named: "internalState", in: foundationProtocol),
-              let stateCase = _openExistential(state, do: name) else { return nil }
+              let stateCase = caseName(of: state) else { return nil }
         switch stateCase {
         case "transferCompleted", "transferFailed", "taskCompleted": return true
         default: return false
@@ -192,8 +199,7 @@ enum TaskIntrospection {
     /// asked whether to follow); nil when it cannot be read.
     static func loadedBody(of task: URLSessionTask, redirect: Bool) -> Data? {
         guard let storage = storedValue(named: "_protocolStorage", in: task),
-              let existing = Mirror(reflecting: storage).children.first, existing.label == "existing",
-              let foundationProtocol = existing.value as? URLProtocol else { return nil }
+              let foundationProtocol = foundationProtocol(in: storage) else { return nil }
         if redirect { return storedValue(named: "lastRedirectBody", in: foundationProtocol).flatMap(unwrap) as? Data }
         guard let properties = storedValue(named: "properties", in: foundationProtocol) else { return nil }
         for entry in Mirror(reflecting: properties).children {

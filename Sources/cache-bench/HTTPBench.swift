@@ -5,7 +5,10 @@ import FoundationNetworking
 import HTTPCaching
 import LoopbackOrigin
 
-/// Hit, floor, network, miss and URLCache, per body size, interleaved round by round.
+/// Hit, floor, network, miss and URLCache, per body size, interleaved round by round. `miss`
+/// is a session without a delegate (Foundation's own class sends it on the task,
+/// `DirectForward`); `fwdmiss` the same completion-handler task on a session with a delegate,
+/// which the cache's forwarding session sends.
 struct HTTPBench {
     struct Size {
         let suffix: String
@@ -16,13 +19,14 @@ struct HTTPBench {
     static let sizes = [Size(suffix: "", bytes: 1024, requests: 400),
                         Size(suffix: "_100k", bytes: 100 * 1024, requests: 150),
                         Size(suffix: "_1m", bytes: 1 << 20, requests: 30)]
-    static let variants = ["hit", "floor", "network", "miss", "relay", "urlcache"]
+    static let variants = ["hit", "floor", "network", "miss", "fwdmiss", "relay", "urlcache"]
     static let hotKeys = 8
 
     let origin: LoopbackOrigin
     let rounds: Int
     let hitSession: URLSession
     let missSession: URLSession
+    let forwardedMissSession: URLSession
     let floorSession: URLSession
     let relaySession: URLSession
     let networkSession: URLSession
@@ -38,15 +42,9 @@ struct HTTPBench {
             FloorProtocol.bodies["/floor/\(size.bytes)"] = body
         }
 
-        let hits = URLSessionConfiguration.ephemeral
-        hits.enableHTTPCaching(HTTPCache(configuration: CacheConfiguration(windows: windows),
-                                         store: try! MemoryResponseStore(byteLimit: 256 << 20)))
-        hitSession = URLSession(configuration: hits)
-
-        let misses = URLSessionConfiguration.ephemeral
-        misses.enableHTTPCaching(HTTPCache(configuration: CacheConfiguration(windows: windows),
-                                           store: try! MemoryResponseStore(byteLimit: 64 << 20)))
-        missSession = URLSession(configuration: misses)
+        hitSession = Self.cachingSession(windows, megabytes: 256)
+        missSession = Self.cachingSession(windows, megabytes: 64)
+        forwardedMissSession = Self.cachingSession(windows, megabytes: 64, delegate: Bystander())
 
         let floor = URLSessionConfiguration.ephemeral
         floor.protocolClasses = [FloorProtocol.self] + (floor.protocolClasses ?? [])
@@ -78,6 +76,14 @@ struct HTTPBench {
         }
     }
 
+    /// A session caching in a memory store of `megabytes`, with `delegate` if any.
+    private static func cachingSession(_ windows: CacheWindows, megabytes: Int, delegate: URLSessionDelegate? = nil) -> URLSession {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.enableHTTPCaching(HTTPCache(configuration: CacheConfiguration(windows: windows),
+                                                  store: try! MemoryResponseStore(byteLimit: megabytes << 20)))
+        return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    }
+
     func urls(_ variant: String, _ size: Size, count: Int, unique: inout Int) -> [URL] {
         (0..<count).map { i in
             switch variant {
@@ -98,6 +104,7 @@ struct HTTPBench {
         case "relay": relaySession
         case "network": networkSession
         case "urlcache": urlCacheSession
+        case "fwdmiss": forwardedMissSession
         default: missSession
         }
     }
@@ -168,3 +175,6 @@ struct HTTPBench {
         return (ResidentMemory.peakMiB(), reset)
     }
 }
+
+/// A session delegate that does nothing: its tasks' misses go through the forwarding session.
+final class Bystander: NSObject, URLSessionTaskDelegate, Sendable {}

@@ -208,6 +208,9 @@ for size in HTTPBench.sizes {
     let relayed = (m["relay"] ?? .nan) - (m["network"] ?? .nan)
     lines.append("ratio.relay_minus_network_over_floor\(size.suffix)=\(formatRatio(relayed / (m["floor"] ?? .nan)))")
     lines.append("ratio.miss_minus_relay_over_floor\(size.suffix)=\(formatRatio(((m["miss"] ?? .nan) - (m["relay"] ?? .nan)) / (m["floor"] ?? .nan)))")
+    // A miss the forwarding session sends (a session with a delegate), against the same anchors.
+    let forwarded = (m["fwdmiss"] ?? .nan) - (m["network"] ?? .nan)
+    lines.append("ratio.forwarded_miss_minus_network_over_floor\(size.suffix)=\(formatRatio(forwarded / (m["floor"] ?? .nan)))")
 }
 
 // `--http-only`: the per-request table and its ratios alone.

@@ -213,7 +213,10 @@ struct BodyKeyingTests {
         let probe = ProbeDelegate(bodyStream: { mode == "new stream" ? InputStream(data: Data("other".utf8)) : nil })
         let session = h.session(caching: true, mode == "no delegate" ? nil : probe)
         defer { session.finishTasksAndInvalidate() }
-        _ = try await fetch(session, URLRequest(url: h.origin.url("/prime"))) // a connection to reuse
+        var prime = URLRequest(url: h.origin.url("/prime"))
+        prime.httpMethod = "POST" // through the forwarding session: a connection for it to reuse
+        prime.httpBody = Data("p".utf8)
+        _ = try await fetch(session, prime)
         var request = URLRequest(url: h.origin.url("/flaky"))
         request.httpMethod = "POST"
         var answers: [String] = []

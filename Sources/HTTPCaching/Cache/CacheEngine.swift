@@ -32,6 +32,9 @@ final class CacheEngine: Sendable {
     let keyedBodyPurges = Mutex(KeyedBodyPurges())
     /// Why the last response for a key was not stored, for `explain`: the 1,000 most recent.
     private let notStored = Mutex(BoundedMap<CacheKey, NotStoredRecord>(limit: 1_000))
+    /// Keys whose miss, sent by Foundation's own class (`DirectForward`), was redirected out of
+    /// the cache's sight: their misses go through the forwarding session. The 1,000 most recent.
+    private let redirecting = Mutex(BoundedMap<CacheKey, Bool>(limit: 1_000))
 
     init(configuration: CacheConfiguration, store: any ResponseStore, now: @escaping @Sendable () -> Date) {
         self.configuration = configuration
@@ -68,6 +71,16 @@ final class CacheEngine: Sendable {
     /// last one stored.
     func lastNotStored(_ key: CacheKey) -> NotStoredRecord? {
         notStored.withLock { $0[key.primary] }
+    }
+
+    /// Notes that a miss for `key` sent by Foundation's own class was redirected (`redirects`).
+    func noteRedirects(_ key: CacheKey) {
+        redirecting.withLock { $0[key] = true }
+    }
+
+    /// Whether a miss for `key` was redirected out of the cache's sight before.
+    func redirects(_ key: CacheKey) -> Bool {
+        redirecting.withLock { $0[key] } ?? false
     }
 
     /// The I/O queue for a URL (or any text naming what the work is about).

@@ -183,6 +183,19 @@ extension CacheTransaction {
         return actions + [.emit(.served(.bypass)), .respond(head, disposition)]
     }
 
+    /// The answer awaited came from another URL: the request was sent by Foundation's own
+    /// class (`DirectForward`), which followed a redirect the cache never saw. It reaches the
+    /// caller as it came, unstored, and nothing stored is touched: whose answer it is, and
+    /// what its redirect said, are unknown.
+    mutating func answeredFromElsewhere(_ head: ResponseHead) -> [Action] {
+        guard case .awaitingHead(let pending) = state else { return [] }
+        state = .receiving(Receiving(head: head, plan: pending.plan, storing: false))
+        let reason = NotStoredReason.redirectedUnseen
+        let disposition = Disposition(status: .bypass, forward: pending.plan.reason, forwardStatus: head.statusCode,
+                                      detail: reason.token)
+        return [.emit(.notStored(reason)), .emit(.served(.bypass)), .respond(head, disposition)]
+    }
+
     /// A 304 or 206 the cache did not ask for: a bad answer. A stored entry answers instead
     /// where a fallback is allowed. Else, when the request went as the caller made it (no
     /// condition of the cache's own), the answer reaches the caller as it came, unstored, as

@@ -11,6 +11,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case credentials, tooLarge(bytes: Int, limit: Int), declinedByCacher, declinedByDelegate, memoryOnly, passThrough
         case bodyTooLargeToKey(bytes: Int, limit: Int)
         case unusablePart(String), tooManySpans(limit: Int), connectionNamesCachingField(String), storeFull
+        case redirectedUnseen
     }
 
     let value: Value
@@ -60,12 +61,16 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
     /// The store had no room it could make (Redis out of memory under `maxmemory-policy
     /// noeviction`): nothing of the entry is stored, and the earlier one is removed.
     public static let storeFull = Self(value: .storeFull)
+    /// Foundation's own HTTP class, sending a completion-handler task's miss, followed a
+    /// redirect the cache did not see: the answer is another URL's. The key's next miss goes
+    /// through the cache's own session, which stores the redirect.
+    public static let redirectedUnseen = Self(value: .redirectedUnseen)
 
     /// The reason's name, the same for every value of it: `method`, `status`,
     /// `responseNoStore`, `requestNoStore`, `statusNotUnderstood`, `varyStar`, `setsCookie`,
     /// `credentials`, `tooLarge`, `declinedByCacher`, `declinedByDelegate`, `memoryOnly`,
     /// `passThrough`, `bodyTooLargeToKey`, `unusablePart`, `tooManySpans`,
-    /// `connectionNamesCachingField` or `storeFull`; later versions may add more.
+    /// `connectionNamesCachingField`, `storeFull` or `redirectedUnseen`; later versions may add more.
     public var name: String {
         switch value {
         case .method: "method"
@@ -102,6 +107,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .tooManySpans(let limit): "combined with the parts stored, the 206 would leave more than \(limit) spans (maxPartialSpans)"
         case .connectionNamesCachingField(let field): "Connection names \(field), which the cache decides by"
         case .storeFull: "the store is full and cannot make room (Redis out of memory under noeviction)"
+        case .redirectedUnseen: "Foundation's HTTP class followed a redirect the cache did not see: the answer is another URL's"
         }
     }
 
@@ -126,6 +132,7 @@ public struct NotStoredReason: Sendable, Hashable, CustomStringConvertible {
         case .tooManySpans: "not-stored-too-many-spans"
         case .connectionNamesCachingField: "not-stored-connection-field"
         case .storeFull: "not-stored-store-full"
+        case .redirectedUnseen: "not-stored-redirected"
         }
     }
 }

@@ -110,9 +110,9 @@ final class Delivery: Sendable {
     }
 
     func inline(_ body: () -> Void) {
-        state.withLock { $0.inlineThread = pthread_self() }
+        let outer = state.withLock { state in defer { state.inlineThread = pthread_self() }; return state.inlineThread }
         body()
-        state.withLock { $0.inlineThread = nil }
+        state.withLock { $0.inlineThread = outer }
     }
 
     /// Hands body chunks straight to the session's data delegate (`TaskIntrospection.delivery`
@@ -312,9 +312,8 @@ final class Delivery: Sendable {
         enum Route { case now, waits, schedule }
         let route = state.withLock { state -> Route in
             guard state.target != nil else { return .waits }
-            if !state.scheduled, state.waiting.isEmpty, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0 {
-                return .now
-            }
+            if !state.scheduled, state.waiting.isEmpty, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0,
+               state.target?.task?.state != .suspended { return .now } // a suspended task's calls wait for `resume()`
             state.waiting.append((closing, call))
             if state.scheduled || state.gathering > 0 { return .waits }
             state.scheduled = true

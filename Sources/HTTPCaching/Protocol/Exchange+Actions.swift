@@ -73,11 +73,13 @@ extension Exchange {
     }
 
     private func cancelForward() {
-        let (task, done) = state.withLock { state -> (UncheckedBox<URLSessionDataTask>?, Bool) in
+        let (task, direct, done) = state.withLock { state -> (UncheckedBox<URLSessionDataTask>?, DirectForward?, Bool) in
             defer { state.forwarded = nil }
-            return (state.forwarded?.task, state.transaction?.isDone ?? true)
+            let direct = state.forwarded != nil && state.forwarded?.task == nil ? state.direct : nil
+            return (state.forwarded?.task, direct, state.transaction?.isDone ?? true)
         }
         if let task { binding.control.async { task.value.cancel() } }
+        direct?.ignore() // stopped in `stop()`, on the task's work queue, if the caller cancelled
         // A retry cancels one request and sends another: the flight and the claim go on.
         if done {
             endFlight()

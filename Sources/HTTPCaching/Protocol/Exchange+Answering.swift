@@ -44,9 +44,12 @@ extension Exchange {
     /// HTTP class would raise.
     private func interception(for response: HTTPURLResponse, _ caller: Caller) -> Caller.Held.Kind? {
         guard caller.facts != nil, (300..<400).contains(response.statusCode) || response.statusCode == 401 else { return nil }
-        let (request, stopped) = state.withLock { ($0.hop.request, $0.stopped) }
+        let (request, stopped, direct) = state.withLock { state in
+            (state.hop.request, state.stopped, state.forwarded != nil && state.forwarded?.task == nil)
+        }
         guard !stopped else { return nil }
-        if let next = Redirects.request(after: ResponseHead(response), from: request) { return .redirect(next) }
+        // Foundation's own class sent it (`DirectForward`) and followed what it would follow.
+        if !direct, let next = Redirects.request(after: ResponseHead(response), from: request) { return .redirect(next) }
         if response.statusCode == 401, let challenge = Challenges.parse(response.value(forHTTPHeaderField: "WWW-Authenticate")) {
             return .challenge(challenge)
         }

@@ -50,6 +50,48 @@ extension Exchange {
     }
 
     func send(conditional: [String: String], hop: Hop) {
+        if let caller, sendsDirectly(conditional: conditional, hop: hop, caller) { return }
+        sendForwarded(conditional: conditional, hop: hop)
+    }
+
+    /// Sends the exchange's first request by Foundation's own class on the caller's task
+    /// (`DirectForward`) when it may go that way, on the task's work queue; false when it goes
+    /// through the forwarding session.
+    private func sendsDirectly(conditional: [String: String], hop: Hop, _ caller: Caller) -> Bool {
+        guard let task = caller.facts?.task as? URLSessionDataTask, !state.withLock({ $0.sentBefore }),
+              DirectForward.applies(to: hop, task: task, conditional: conditional), !cache.redirects(hop.key) else { return false }
+        if caller.delivery.isInline { return sendDirectly(task, caller) }
+        guard let queue = TaskIntrospection.workQueue(of: task) else { return false }
+        queue.async {
+            if !self.sendDirectly(task, caller) { self.sendForwarded(conditional: conditional, hop: hop) }
+        }
+        return true
+    }
+
+    /// On the task's work queue: sends the request by Foundation's own class if the task is
+    /// running and takes its answer whole with no delegate to ask (`TaskFacts.sendsAlone`).
+    private func sendDirectly(_ task: URLSessionDataTask, _ caller: Caller) -> Bool {
+        prepareForNetwork(caller)
+        guard caller.facts?.sendsAlone == true, task.state == .running,
+              let direct = DirectForward(task: task, observer: self) else { return false }
+        let now = cache.now()
+        let go = state.withLock { state -> Bool in
+            guard !state.stopped, !state.sentBefore, !(state.transaction?.isDone ?? true) else { return false }
+            state.forwarded = (direct.id, nil)
+            state.direct = direct
+            state.sentBefore = true
+            state.transaction?.sent(at: now)
+            return true
+        }
+        if go {
+            binding.count(originRequests: 1)
+            direct.start()
+        }
+        return true
+    }
+
+    private func sendForwarded(conditional: [String: String], hop: Hop) {
+        state.withLock { $0.sentBefore = true }
         let sending = UncheckedBox((hop.request, hop.body.forwarded(inRequest: hop.request.httpBody != nil)))
         // Never create or resume a task synchronously on Foundation's shared URLSession queue,
         // where `startLoading` runs: every session's work queue targets it, so creating a task
@@ -162,10 +204,31 @@ extension Exchange {
     }
 
     /// Feeds an input from the forwarded task `task`; none if that task is no longer current.
+    /// Also the direct request's (`DirectObserver`), under its id.
     private func input(from task: Int, _ body: (inout CacheTransaction) -> [CacheTransaction.Action]) -> [CacheTransaction.Action] {
         state.withLock { state in
             guard state.forwarded?.id == task, state.transaction != nil else { return [] }
             return body(&state.transaction!)
         }
+    }
+}
+
+extension Exchange: DirectObserver {
+    func reportDirectly(_ report: () -> Void) {
+        guard let caller else { return report() }
+        caller.delivery.inline(report)
+    }
+
+    /// The head of the answer Foundation's own class got. Its cookies are stored already (the
+    /// class stores them as without the cache). From another URL than the request's, it followed
+    /// a redirect: the answer is not stored, and the key's next miss is forwarded.
+    func directReceived(_ response: HTTPURLResponse, id: Int) {
+        let now = cache.now()
+        let hop = state.withLock { $0.hop }
+        guard response.url?.absoluteString == hop.request.url?.absoluteString else {
+            cache.noteRedirects(hop.key)
+            return run(input(from: id) { $0.answeredFromElsewhere(ResponseHead(response)) })
+        }
+        run(input(from: id) { $0.head(ResponseHead(response), now: now) })
     }
 }

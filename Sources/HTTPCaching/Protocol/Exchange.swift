@@ -43,8 +43,12 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         var hop: Hop
         /// Built once per hop, when its key and entry are known (`start`).
         var transaction: CacheTransaction?
-        /// The forwarded request in flight: the forwarding session's task.
-        var forwarded: (id: Int, task: UncheckedBox<URLSessionDataTask>)?
+        /// The forwarded request in flight: the forwarding session's task (nil: `direct`'s).
+        var forwarded: (id: Int, task: UncheckedBox<URLSessionDataTask>?)?
+        /// The first request, when Foundation's own class sent it on the caller's task.
+        var direct: DirectForward?
+        /// Whether a request was sent: only the first may go `direct`.
+        var sentBefore = false
         /// The caller stopped: nothing more is started for it.
         var stopped = false
         /// The executor's queue of actions, and whether a thread is draining it.
@@ -185,19 +189,24 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
     /// The caller's task was resumed after a suspension: what waited goes to it now.
     func resume() {
+        state.withLock { $0.direct }?.resume()
         caller?.delivery.resume()
     }
+
 
     /// The caller stopped (`stopLoading`): nothing reaches it any more; the request in flight
     /// is cancelled unless others wait on its answer, for whom it goes on.
     func stop() {
         caller?.delivery.stop()
+        // Sent on the caller's own task, the request ends with it: nothing can go on for others.
+        let direct = state.withLock { $0.direct }
+        if let task = caller?.facts?.task { direct?.cancel(task: task) }
         let flights = cache.flights
         let (actions, flight, wasAsking) = state.withLock { state -> ([CacheTransaction.Action], Flight?, Bool) in
             state.stopped = true
             let wasAsking = state.transaction?.isAskingDelegate ?? false
             var othersWait = false
-            if case .leading(let key) = state.flight { othersWait = flights.followers(of: key) > 0 }
+            if case .leading(let key) = state.flight, direct == nil { othersWait = flights.followers(of: key) > 0 }
             let actions = othersWait ? state.transaction?.detach() : state.transaction?.cancel()
             let flight = state.flight
             if case .waiting = flight { state.flight = nil }

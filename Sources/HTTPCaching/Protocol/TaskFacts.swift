@@ -75,6 +75,13 @@ final class TaskFacts: @unchecked Sendable {
         return Delivery.Side(session: session, delegate: delegate)
     }
 
+    /// Whether Foundation's own HTTP class, run on the task, hands its client all the cache
+    /// needs (`DirectForward`): a completion handler takes the answer and no delegate would be
+    /// asked anything. Read after `load()`.
+    var sendsAlone: Bool {
+        lock.withLock { registration.map { $0.completionHandler && $0.delegate == nil && $0.storingDelegate == nil } ?? false }
+    }
+
     /// The delegate Foundation would ask about the task's redirects, challenges and body stream.
     func delegate(onWorkQueue: Bool) -> URLSessionTaskDelegate? { registered(onWorkQueue: onWorkQueue).delegate }
 

@@ -112,6 +112,9 @@ enum TaskIntrospection {
         /// A data task's data delegate given to `data(for:delegate:)` (or an upload method's):
         /// Foundation's own HTTP class hands it every chunk.
         var chunkDelegate: URLSessionDataDelegate?
+        /// Whether a completion handler takes the answer (`dataTask(with:completionHandler:)`,
+        /// `async data(for:)`): Foundation's own HTTP class then hands its client the body whole.
+        var completionHandler = false
     }
 
     /// The task's registration, in one read of the registry (`delivery(of:session:)` reads it
@@ -128,8 +131,10 @@ enum TaskIntrospection {
             registration.progressDelegate = session.delegate as? URLSessionTaskDelegate
         case "dataCompletionHandler":
             registration.delivery = .whole
+            registration.completionHandler = true
         case "dataCompletionHandlerWithTaskDelegate":
             registration.delivery = .whole
+            registration.completionHandler = true
             registration.progressDelegate = given
             registration.chunkDelegate = chunkDelegate(of: task, given: given)
         default:

@@ -1,0 +1,148 @@
+import Foundation
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What the cache learns from a request Foundation's own HTTP class sends on the caller's task.
+protocol DirectObserver: AnyObject, Sendable {
+    /// Runs `report` as on the task's work queue inside `startLoading`: the client calls it
+    /// leads to go out at once (Foundation's class reports on that queue).
+    func reportDirectly(_ report: () -> Void)
+    /// The response head, whole body, end or failure of the direct request `id`, in that order.
+    func directReceived(_ response: HTTPURLResponse, id: Int)
+    func forwardReceived(_ data: Data, from task: Int)
+    func forwardCompleted(_ task: Int, error: (any Error)?)
+}
+
+/// A miss sent by Foundation's own HTTP class on the caller's own task, as the task would be
+/// sent without the cache: no second session, no second task, no hop to another queue and
+/// back. The class is made through public API (`init(task:cachedResponse:client:)`, as for
+/// download tasks, `FoundationHandOff`), with a client of the cache's own that reports what it
+/// is told to the exchange and nothing to the task's real client: the exchange answers the
+/// caller as it answers any miss (its response, `Cache-Status`, the store write).
+///
+/// Only for what that class hands its client whole (`applies`): a data task with a completion
+/// handler (or `async data(for:)`) and no delegate Foundation would ask, sending its first
+/// request unchanged (a GET or HEAD with no body, no fields private to the cache, no
+/// validators of the cache's own). Such a task's redirects are followed inside the class, so
+/// the cache sees only the last answer: one from another URL is delivered, not stored, and
+/// the key's next miss goes through the forwarding session (`CacheEngine.noteRedirects`).
+final class DirectForward: @unchecked Sendable {
+    private let inner: URLProtocol
+    private let tee: Tee
+
+    private static let ids = Atomic<Int>(0)
+
+    /// Foundation's HTTP class on `task`, reporting to `observer` under a new id (negative: never
+    /// a forwarding session task's); nil if the class cannot be found.
+    init?(task: URLSessionDataTask, observer: any DirectObserver) {
+        guard let type = FoundationHandOff.httpClass else { return nil }
+        let id = -Self.ids.wrappingAdd(1, ordering: .relaxed).newValue
+        tee = Tee(task: task, id: id, observer: observer)
+        inner = type.init(task: task, cachedResponse: nil, client: tee)
+    }
+
+    var id: Int { tee.id }
+
+    /// Whether the hop's request may go this way: the exchange's first, unconditional, a GET or
+    /// HEAD as the task made it, with no body and no field private to the cache.
+    static func applies(to hop: Hop, task: URLSessionTask?, conditional: [String: String]) -> Bool {
+        guard conditional.isEmpty, case .none = hop.body, let task, type(of: task) == URLSessionDataTask.self,
+              let original = task.originalRequest, original.url == hop.request.url else { return false }
+        let method = hop.request.sentMethod
+        guard method == "GET" || method == "HEAD", hop.request.httpBody == nil, hop.request.httpBodyStream == nil else { return false }
+        let fields = hop.request.allHTTPHeaderFields ?? [:]
+        return !fields.keys.contains { name in HTTPCachingHeaders.allPrivate.contains { $0.equalsIgnoringASCIICase(name) } }
+    }
+
+    /// Sends the request. Call it on the task's work queue.
+    func start() { inner.startLoading() }
+
+    /// Cancels the transfer, on the task's work queue, in `stopLoading` after `cancel()`
+    /// (Foundation's class ends the transfer with the task's error); nothing more is reported.
+    func cancel(task: URLSessionTask) {
+        guard tee.stop(), task.error != nil else { return }
+        inner.stopLoading()
+    }
+
+    /// Nothing more is reported; the transfer goes on to its end unless cancelled.
+    func ignore() { _ = tee.stop() }
+
+    /// After the task's `resume()` (in `startLoading`): a redirect that came while the task was
+    /// suspended is followed now. The transfer itself is never paused: Foundation's class
+    /// would send the request again on resuming, and the cache would keep what that gave
+    /// (a suspended task's answer waits in `Delivery` instead, as a forwarded one does).
+    func resume() {
+        guard tee.isLive else { return }
+        inner.startLoading()
+    }
+
+    /// Reports to the observer what Foundation's class tells its client, on the task's work
+    /// queue. A completion-handler task's response never reaches the client on its own: the
+    /// class sets it on the task right before handing over the body, so it is read from there.
+    private final class Tee: NSObject, URLProtocolClient, @unchecked Sendable {
+        let id: Int
+        private let task: URLSessionDataTask
+        private weak var observer: (any DirectObserver)?
+        /// Whether the head was reported, and whether reporting is over (stopped or ended).
+        private let state = Mutex((headed: false, over: false))
+
+        init(task: URLSessionDataTask, id: Int, observer: any DirectObserver) {
+            self.task = task
+            self.id = id
+            self.observer = observer
+        }
+
+        var isLive: Bool { state.withLock { !$0.over } }
+
+        /// Stops reporting; whether the transfer had not ended yet.
+        func stop() -> Bool {
+            state.withLock { state in
+                defer { state.over = true }
+                return !state.over
+            }
+        }
+
+        /// The observer, with the head reported first if it was not yet; nil once over.
+        private func observing(ending: Bool = false, response: URLResponse? = nil) -> (any DirectObserver)? {
+            let (live, report) = state.withLock { state -> (Bool, Bool) in
+                guard !state.over else { return (false, false) }
+                defer { state.headed = true; state.over = ending }
+                return (true, !state.headed)
+            }
+            guard live, let observer else { return nil }
+            if report, let head = (response ?? task.response) as? HTTPURLResponse {
+                observer.reportDirectly { observer.directReceived(head, id: id) }
+            }
+            return observer
+        }
+
+        func urlProtocol(_ protocol: URLProtocol, didReceive response: URLResponse, cacheStoragePolicy policy: URLCache.StoragePolicy) {
+            _ = observing(response: response)
+        }
+
+        func urlProtocol(_ protocol: URLProtocol, didLoad data: Data) {
+            guard !data.isEmpty, let observer = observing() else { return }
+            observer.reportDirectly { observer.forwardReceived(data, from: id) }
+        }
+
+        func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
+            guard let observer = observing(ending: true) else { return }
+            observer.reportDirectly { observer.forwardCompleted(id, error: nil) }
+        }
+
+        func urlProtocol(_ protocol: URLProtocol, didFailWithError error: any Error) {
+            guard stop(), let observer else { return }
+            let box = UncheckedBox(error)
+            observer.reportDirectly { observer.forwardCompleted(id, error: box.value) }
+        }
+
+        // Foundation's HTTP class follows redirects and leaves challenges to the task's real
+        // client, which it never reaches here: these are never called.
+        func urlProtocol(_ protocol: URLProtocol, wasRedirectedTo request: URLRequest, redirectResponse: URLResponse) {}
+        func urlProtocol(_ protocol: URLProtocol, cachedResponseIsValid cachedResponse: CachedURLResponse) {}
+        func urlProtocol(_ protocol: URLProtocol, didReceive challenge: URLAuthenticationChallenge) {}
+        func urlProtocol(_ protocol: URLProtocol, didCancel challenge: URLAuthenticationChallenge) {}
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LoopbackOrigin
+import Testing
+@testable import HTTPCaching
+
+/// A completion-handler task's miss, sent by Foundation's own HTTP class on the task itself
+/// (`DirectForward`): what the caller and the origin see, cancelling and suspending it, and
+/// the flight it leads.
+@Suite("Misses sent by Foundation's own class on the caller's task")
+struct DirectForwardTests {
+    /// One completion-handler task, awaited, with the task kept to read its counters.
+    private static func run(_ session: URLSession, _ url: URL) async -> (data: Data?, response: HTTPURLResponse?, error: Int?, task: URLSessionDataTask) {
+        let box = TaskBox()
+        let (data, response, error) = await withCheckedContinuation { continuation in
+            let task = session.dataTask(with: url) { data, response, error in
+                continuation.resume(returning: (data, response as? HTTPURLResponse, (error as? URLError)?.errorCode))
+            }
+            box.task = task
+            task.resume()
+        }
+        return (data, response, error, box.task!)
+    }
+
+    private final class TaskBox: @unchecked Sendable { var task: URLSessionDataTask? }
+
+    @Test("a miss reaches the origin as without the cache (the same request fields) and the caller gets what it would, plus Cache-Status; the task's counters are Foundation's own")
+    func sameAsWithout() async throws {
+        let h = try Harness()
+        h.origin.route("/doc", response: .init(headers: [("Cache-Control", "max-age=60"), ("ETag", "\"a\"")], body: Data(count: 5000)))
+        var seen: [Bool: [String]] = [:]
+        for caching in [false, true] {
+            let session = h.session(caching: caching)
+            defer { session.finishTasksAndInvalidate() }
+            let miss = await Self.run(session, h.origin.url("/doc"))
+            #expect(miss.error == nil && miss.data?.count == 5000 && miss.response?.statusCode == 200)
+            #expect(miss.task.countOfBytesExpectedToReceive == 5000, "set by Foundation's own class only")
+            #expect((miss.response?.value(forHTTPHeaderField: "Cache-Status") != nil) == caching)
+            let sent = try #require(h.origin.requests(for: "/doc").last)
+            seen[caching] = sent.headers.map { "\($0.name): \($0.value)" }.sorted()
+        }
+        #expect(seen[true] == seen[false], "the request as the origin got it, with the cache and without")
+        let hit = await Self.run(h.session, h.origin.url("/doc"))
+        #expect(hit.response?.cacheStatus == .fresh && hit.data?.count == 5000)
+        #expect(h.origin.requestCount("/doc") == 2, "one request each way; the hit reached nothing")
+    }
+
+    @Test("cancel() while the body is on its way: -999 once, nothing stored, and the next request goes out and is stored")
+    func cancelled() async throws {
+        let h = try Harness()
+        let gate = LoopbackOrigin.Gate()
+        h.origin.route("/slow") { _, hit in
+            var response = LoopbackOrigin.Response(headers: [("Cache-Control", "max-age=60")], text: "body \(hit)")
+            if hit == 1 { response.bodyGate = gate }
+            return response
+        }
+        let calls = Counter()
+        let ended = await withCheckedContinuation { continuation in
+            let task = h.session.dataTask(with: h.origin.url("/slow")) { _, _, error in
+                calls.add()
+                continuation.resume(returning: (error as? URLError)?.errorCode)
+            }
+            task.resume()
+            Task {
+                _ = await gate.reached()
+                task.cancel()
+            }
+        }
+        gate.open()
+        #expect(ended == NSURLErrorCancelled)
+        #expect(h.cache.store.entryCount == 0)
+        let next = try await h.get("/slow")
+        #expect(next.text == "body 2" && next.status == .miss)
+        #expect(try await h.get("/slow").status == .fresh)
+        #expect(calls.value == 1, "the cancelled task's handler ran once")
+        #expect(h.recorder.count(where: { "\($0)".contains("notStored") }) == 0)
+    }
+
+    @Test("suspend() while the body is on its way, then resume(): the whole answer, once, stored")
+    func suspended() async throws {
+        let h = try Harness()
+        let gate = LoopbackOrigin.Gate()
+        h.origin.route("/paused", response: {
+            var response = LoopbackOrigin.Response(headers: [("Cache-Control", "max-age=60")], body: Data(count: 70_000))
+            response.bodyGate = gate
+            return response
+        }())
+        let result = await withCheckedContinuation { continuation in
+            let task = h.session.dataTask(with: h.origin.url("/paused")) { data, response, error in
+                continuation.resume(returning: (data?.count, (response as? HTTPURLResponse)?.cacheStatus, error))
+            }
+            task.resume()
+            Task {
+                _ = await gate.reached()
+                task.suspend()
+                TaskIntrospection.workQueue(of: task)?.sync {} // its stopLoading has run
+                gate.open()
+                task.resume()
+            }
+        }
+        #expect(result.0 == 70_000 && result.1 == .miss && result.2 == nil)
+        #expect(try await h.get("/paused").status == .fresh)
+        #expect(h.origin.requestCount("/paused") == 1)
+    }
+
+    @Test("suspend(); resume() at once on a running miss: the answer arrives, once (the resume runs before the stopLoading the suspend queued, where Foundation's own class traps: it finds the task running and no error)")
+    func suspendResumeAtOnce() async throws {
+        let h = try Harness()
+        let gate = LoopbackOrigin.Gate()
+        h.origin.route("/bounce", response: {
+            var response = LoopbackOrigin.Response(headers: [("Cache-Control", "max-age=60")], text: "ok")
+            response.headGate = gate
+            return response
+        }())
+        let calls = Counter()
+        let ended = DispatchSemaphore(value: 0)
+        let task = h.session.dataTask(with: h.origin.url("/bounce")) { data, _, error in
+            if error == nil, data == Data("ok".utf8) { calls.add() }
+            ended.signal()
+        }
+        task.resume()
+        _ = await gate.reached()
+        task.suspend()
+        task.resume()
+        TaskIntrospection.workQueue(of: task)?.sync {} // the queued stopLoading and startLoading have run
+        gate.open()
+        let answered = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: ended.wait(timeout: .now() + 10) == .success) }
+        }
+        #expect(answered && calls.value == 1)
+        #expect(try await h.get("/bounce").status == .fresh)
+    }
+
+    @Test("a miss leading its key's flight is cancelled: the request waiting on it goes out itself and gets its answer")
+    func leaderCancelled() async throws {
+        let h = try Harness()
+        let gate = LoopbackOrigin.Gate()
+        h.origin.route("/shared") { _, hit in
+            var response = LoopbackOrigin.Response(headers: [("Cache-Control", "max-age=60")], text: "answer \(hit)")
+            if hit == 1 { response.headGate = gate }
+            return response
+        }
+        let key = try h.cache.manage.key(for: URLRequest(url: h.origin.url("/shared")))
+        let leader = h.session.dataTask(with: h.origin.url("/shared")) { _, _, _ in }
+        leader.resume()
+        _ = await gate.reached()
+        let follower = StartedFetch(h.session, URLRequest(url: h.origin.url("/shared")))
+        #expect(await h.cache.engine.flights.followers(of: key, until: { $0 == 1 }, timeout: 10))
+        leader.cancel()
+        let answer = try await follower.value
+        gate.open()
+        #expect(answer.text == "answer 2" && answer.response.statusCode == 200)
+        #expect(h.origin.requestCount("/shared") == 2)
+    }
+}
+
+/// A count shared with a completion handler.
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}

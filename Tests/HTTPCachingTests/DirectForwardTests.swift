@@ -47,6 +47,21 @@ struct DirectForwardTests {
         #expect(h.origin.requestCount("/doc") == 2, "one request each way; the hit reached nothing")
     }
 
+    @Test("a miss that fails fails as without the cache: the same error, and task.error set (by Foundation's own class)")
+    func failure() async throws {
+        let h = try Harness()
+        h.origin.route("/gone", response: .init(fault: .reset))
+        var seen: [Bool: (Int?, Bool)] = [:]
+        for caching in [false, true] {
+            let session = h.session(caching: caching)
+            defer { session.finishTasksAndInvalidate() }
+            let run = await Self.run(session, h.origin.url("/gone"))
+            seen[caching] = (run.error, run.task.error != nil)
+        }
+        #expect(seen[true]?.0 != nil && seen[true]?.0 == seen[false]?.0)
+        #expect(seen[true]?.1 == true && seen[false]?.1 == true)
+    }
+
     @Test("cancel() while the body is on its way: -999 once, nothing stored, and the next request goes out and is stored")
     func cancelled() async throws {
         let h = try Harness()
@@ -105,9 +120,12 @@ struct DirectForwardTests {
         #expect(h.origin.requestCount("/paused") == 1)
     }
 
-    @Test("suspend(); resume() at once on a running miss: the answer arrives, once (the resume runs before the stopLoading the suspend queued, where Foundation's own class traps: it finds the task running and no error)")
-    func suspendResumeAtOnce() async throws {
+    @Test("suspend(); resume() in a row on a running miss, sent directly or forwarded (a session with a delegate): the answer arrives, once, and is stored",
+          arguments: [false, true])
+    func suspendResumeAtOnce(delegate: Bool) async throws {
         let h = try Harness()
+        let session = delegate ? h.session(caching: true, ProbeDelegate()) : h.session
+        defer { if delegate { session.finishTasksAndInvalidate() } }
         let gate = LoopbackOrigin.Gate()
         h.origin.route("/bounce", response: {
             var response = LoopbackOrigin.Response(headers: [("Cache-Control", "max-age=60")], text: "ok")
@@ -116,7 +134,7 @@ struct DirectForwardTests {
         }())
         let calls = Counter()
         let ended = DispatchSemaphore(value: 0)
-        let task = h.session.dataTask(with: h.origin.url("/bounce")) { data, _, error in
+        let task = session.dataTask(with: h.origin.url("/bounce")) { data, _, error in
             if error == nil, data == Data("ok".utf8) { calls.add() }
             ended.signal()
         }
@@ -130,7 +148,7 @@ struct DirectForwardTests {
             DispatchQueue.global().async { continuation.resume(returning: ended.wait(timeout: .now() + 10) == .success) }
         }
         #expect(answered && calls.value == 1)
-        #expect(try await h.get("/bounce").status == .fresh)
+        #expect(try await fetch(session, h.origin.url("/bounce")).status == .fresh)
     }
 
     @Test("a miss leading its key's flight is cancelled: the request waiting on it goes out itself and gets its answer")

@@ -104,15 +104,11 @@ public class CachingURLProtocol: URLProtocol {
     /// flight is cancelled unless other requests wait for its answer. On `suspend()` the
     /// answer waits for `resume()`; the request in flight goes on (sending it again would send
     /// an unsafe method twice).
-    ///
-    /// `suspend()` queues this call, and a `resume()` right after it can run first: a task with
-    /// no error was suspended, not cancelled (`cancel()` sets the error before this call).
     override public func stopLoading() {
-        let suspending = task.map { $0.state == .suspended || $0.error == nil } ?? false
+        let suspending = task?.state == .suspended
         switch route {
         case .exchange(let exchange)?: if !suspending { exchange.stop() }
-        case .foundation(let handOff)?:
-            if !suspending { handOff.stop() } else if task?.state == .suspended { handOff.suspend() }
+        case .foundation(let handOff)?: suspending ? handOff.suspend() : handOff.stop()
         case .failed?, nil: break
         }
     }

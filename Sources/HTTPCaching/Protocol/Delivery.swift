@@ -21,9 +21,10 @@ import Glibc
 ///   and a client call for an ended task traps too. On the work queue the state read is the
 ///   state: cancel, suspend and stop all run there.
 ///
-/// Calls made while `startLoading` is running on that queue (a hit from memory) go out at once;
-/// any other call waits for the queue, after those waiting before it, so the client sees them
-/// in order; one block runs every call waiting when it gets the queue.
+/// Calls made on that queue inside `inline` (a hit from memory in `startLoading`, the report of
+/// a miss Foundation's own class sent) go out at once, unless the task is suspended; any other
+/// call waits for the queue, after those waiting before it, so the client sees them in order;
+/// one block runs every call waiting when it gets the queue.
 ///
 /// Body chunks for a delegate-based task (`streamToDelegate`) do not wait for the queue: that
 /// queue is shared by every session in the process, the forwarded transfer's own reads run
@@ -102,13 +103,13 @@ final class Delivery: Sendable {
         }
     }
 
-    /// Runs `body` (`startLoading`'s work) with calls from this thread going out at once: the
-    /// thread is on the task's work queue.
     /// Whether the calling thread is `startLoading`'s, on the task's work queue.
     var isInline: Bool {
         state.withLock { state in state.inlineThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
+    /// Runs `body` (`startLoading`'s work, or a direct miss's report) with calls from this thread
+    /// going out at once: the thread is on the task's work queue. Nests.
     func inline(_ body: () -> Void) {
         let outer = state.withLock { state in defer { state.inlineThread = pthread_self() }; return state.inlineThread }
         body()

@@ -62,6 +62,46 @@ struct DirectForwardTests {
         #expect(seen[true]?.1 == true && seen[false]?.1 == true)
     }
 
+    @Test("a session that adds fields its cache's keys were not made with (set on the configuration after enableHTTPCaching) never has its misses sent by Foundation's own class: what they bring is not another session's")
+    func sessionFieldsAddedLater() async throws {
+        let h = try Harness()
+        h.origin.route("/me") { request, _ in
+            .init(headers: [("Cache-Control", "max-age=60")], text: "user \(request.header("Authorization") ?? "none")")
+        }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.enableHTTPCaching(h.cache)
+        configuration.httpAdditionalHeaders = ["Authorization": "Bearer alice"]
+        let alice = URLSession(configuration: configuration)
+        defer { alice.finishTasksAndInvalidate() }
+        _ = try await fetch(alice, h.origin.url("/me"))
+        let other = try await h.get("/me")
+        #expect(!other.text.contains("alice"), "\(other.text)")
+    }
+
+    @Test("a redirect back to the same URL, followed inside Foundation's own class with the cookie it set: the answer is delivered, never stored as that URL's")
+    func redirectToItself() async throws {
+        let h = try Harness()
+        h.origin.route("/acct") { request, _ in
+            guard let cookie = request.header("Cookie") else {
+                return .init(status: 302, headers: [("Location", "/acct"), ("Set-Cookie", "s=1; Path=/")], text: "")
+            }
+            return .init(headers: [("Cache-Control", "max-age=60")], text: "account of \(cookie)")
+        }
+        let first = try await h.get("/acct")
+        #expect(first.text == "account of s=1")
+        #expect(first.response.value(forHTTPHeaderField: "Cache-Status")?.contains("not-stored-redirected") == true)
+        #expect(h.cache.store.entryCount == 0)
+        let stranger = URLSessionConfiguration.ephemeral
+        stranger.httpCookieStorage = nil
+        stranger.enableHTTPCaching(h.cache)
+        let session = URLSession(configuration: stranger)
+        defer { session.finishTasksAndInvalidate() }
+        // Without cookies the origin redirects it forever (-1007, as without the cache).
+        let second = try? await fetch(session, h.origin.url("/acct"))
+        #expect(second?.text != "account of s=1", "not the first session's account")
+        #expect(h.origin.requestCount("/acct") > 2)
+    }
+
     @Test("cancel() while the body is on its way: -999 once, nothing stored, and the next request goes out and is stored")
     func cancelled() async throws {
         let h = try Harness()

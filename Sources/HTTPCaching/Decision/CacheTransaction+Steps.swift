@@ -183,17 +183,18 @@ extension CacheTransaction {
         return actions + [.emit(.served(.bypass)), .respond(head, disposition)]
     }
 
-    /// The answer awaited came from another URL: the request was sent by Foundation's own
-    /// class (`DirectForward`), which followed a redirect the cache never saw. It reaches the
-    /// caller as it came, unstored, and nothing stored is touched: whose answer it is, and
-    /// what its redirect said, are unknown.
+    /// The answer awaited followed a redirect the cache never saw: the request was sent by
+    /// Foundation's own class (`DirectForward`). It reaches the caller as it came, unstored; an
+    /// entry the request's answer was to replace goes, as for any answer not stored (the
+    /// redirect superseded it).
     mutating func answeredFromElsewhere(_ head: ResponseHead) -> [Action] {
         guard case .awaitingHead(let pending) = state else { return [] }
         state = .receiving(Receiving(head: head, plan: pending.plan, storing: false))
         let reason = NotStoredReason.redirectedUnseen
         let disposition = Disposition(status: .bypass, forward: pending.plan.reason, forwardStatus: head.statusCode,
                                       detail: reason.token)
-        return [.emit(.notStored(reason)), .emit(.served(.bypass)), .respond(head, disposition)]
+        let removal: [Action] = pending.plan.replacesEntry ? pending.entry.map { [.remove($0.key)] } ?? [] : []
+        return removal + [.emit(.notStored(reason)), .emit(.served(.bypass)), .respond(head, disposition)]
     }
 
     /// A 304 or 206 the cache did not ask for: a bad answer. A stored entry answers instead

@@ -36,14 +36,23 @@ final class DirectForward: @unchecked Sendable {
 
     /// Foundation's HTTP class on `task`, reporting to `observer` under a new id (negative: never
     /// a forwarding session task's); nil if the class cannot be found.
+    /// (Nil too when the redirects it follows cannot be counted: `followedRedirects`.)
     init?(task: URLSessionDataTask, observer: any DirectObserver) {
         guard let type = FoundationHandOff.httpClass else { return nil }
         let id = -Self.ids.wrappingAdd(1, ordering: .relaxed).newValue
         tee = Tee(task: task, id: id, observer: observer)
         inner = type.init(task: task, cachedResponse: nil, client: tee)
+        guard TaskIntrospection.redirectCount(of: inner) != nil else { return nil }
     }
 
     var id: Int { tee.id }
+
+    /// Whether the transfer is still reporting (neither ended nor stopped).
+    var isLive: Bool { tee.isLive }
+
+    /// Whether Foundation's class followed a redirect, the cache unaware: the answer is then not
+    /// the request's, even when its URL is (a redirect to the same URL, with new cookies).
+    var followedRedirects: Bool { (TaskIntrospection.redirectCount(of: inner) ?? 1) > 0 }
 
     /// Whether the hop's request may go this way: the exchange's first, unconditional, a GET or
     /// HEAD as the task made it, with no body and no field private to the cache.
@@ -66,7 +75,9 @@ final class DirectForward: @unchecked Sendable {
         inner.stopLoading()
     }
 
-    /// Nothing more is reported; the transfer goes on to its end unless cancelled.
+    /// Nothing more is reported; the transfer goes on to its end unless cancelled. Only ever
+    /// reached for a transfer already over: a completion-handler task's answer is reported
+    /// whole at its end, and the one input before it, the caller's `cancel()`, stops it first.
     func ignore() { _ = tee.stop() }
 
     /// After the task's `resume()` (in `startLoading`): a redirect that came while the task was
@@ -112,9 +123,14 @@ final class DirectForward: @unchecked Sendable {
                 return (true, !state.headed)
             }
             guard live, let observer else { return nil }
-            if report, let head = (response ?? task.response) as? HTTPURLResponse {
-                observer.reportDirectly { observer.directReceived(head, id: id) }
+            guard report else { return observer }
+            guard let head = (response ?? task.response) as? HTTPURLResponse else {
+                // Foundation's class sets it before handing the body over: never seen without.
+                _ = stop()
+                observer.reportDirectly { observer.forwardCompleted(id, error: URLError(.badServerResponse)) }
+                return nil
             }
+            observer.reportDirectly { observer.directReceived(head, id: id) }
             return observer
         }
 

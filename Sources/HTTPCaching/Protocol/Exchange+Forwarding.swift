@@ -72,8 +72,9 @@ extension Exchange {
     /// running and takes its answer whole with no delegate to ask (`TaskFacts.sendsAlone`).
     private func sendDirectly(_ task: URLSessionDataTask, _ caller: Caller) -> Bool {
         prepareForNetwork(caller)
-        guard caller.facts?.sendsAlone == true, task.state == .running,
-              let direct = DirectForward(task: task, observer: self) else { return false }
+        // Foundation's class adds the session's own fields: only those the keys were made with.
+        guard let facts = caller.facts, facts.sendsAlone, let session = facts.session, binding.keysHeaders(of: session),
+              task.state == .running, let direct = DirectForward(task: task, observer: self) else { return false }
         let now = cache.now()
         let go = state.withLock { state -> Bool in
             guard !state.stopped, !state.sentBefore, !(state.transaction?.isDone ?? true) else { return false }
@@ -225,7 +226,8 @@ extension Exchange: DirectObserver {
     func directReceived(_ response: HTTPURLResponse, id: Int) {
         let now = cache.now()
         let hop = state.withLock { $0.hop }
-        guard response.url?.absoluteString == hop.request.url?.absoluteString else {
+        let redirected = state.withLock { $0.direct }?.followedRedirects ?? true
+        guard !redirected, response.url?.absoluteString == hop.request.url?.absoluteString else {
             cache.noteRedirects(hop.key)
             return run(input(from: id) { $0.answeredFromElsewhere(ResponseHead(response)) })
         }

@@ -199,7 +199,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
     func stop() {
         caller?.delivery.stop()
         // Sent on the caller's own task, the request ends with it: nothing can go on for others.
-        let direct = state.withLock { $0.direct }
+        let direct = state.withLock { $0.direct }.flatMap { $0.isLive ? $0 : nil }
         if let task = caller?.facts?.task { direct?.cancel(task: task) }
         let flights = cache.flights
         let (actions, flight, wasAsking) = state.withLock { state -> ([CacheTransaction.Action], Flight?, Bool) in

@@ -51,6 +51,15 @@ final class ProtocolBinding: Sendable {
         forwarding = ForwardingSession(configuration: configuration)
     }
 
+    /// Whether `session` adds to its requests the fields the keys were made with, no more and no
+    /// other (a session made after more were set on the configuration adds those too).
+    func keysHeaders(of session: URLSession) -> Bool {
+        let added = session.configuration.httpAdditionalHeaders ?? [:]
+        return added.count == sessionHeaders.count && added.allSatisfy { name, value in
+            (name as? String).flatMap { sessionHeaders[$0] } == value as? String
+        }
+    }
+
     /// Counts traffic for the cache and for this installation.
     func count(originRequests: Int = 0, servedFromStore: Int = 0, fetchedFromOrigin: Int = 0, refreshesStarted: Int = 0,
                servedThroughNoVarySearch: Int = 0) {

@@ -214,6 +214,13 @@ enum TaskIntrospection {
         return nil
     }
 
+    /// How many redirects Foundation's own HTTP class has followed for one of its objects (its
+    /// private `redirectCount`: a redirect back to the same URL leaves no other trace); nil when
+    /// it cannot be read.
+    static func redirectCount(of foundationProtocol: URLProtocol) -> Int? {
+        storedValue(named: "redirectCount", in: foundationProtocol) as? Int
+    }
+
     /// An upload task's body, kept apart from its request.
     enum UploadBody {
         case none

@@ -174,32 +174,6 @@ struct CollapsingTests {
         #expect(h.cache.engine.flights.followers(of: try h.cache.manage.key(for: impatient)) == 0)
     }
 
-    @Test("a request that waited, then had to send its own (the one it waited on was cancelled), still times out when its own timeout from the start of its wait has passed, not a whole timeout after sending")
-    func waitedThenSentTimesOut() async throws {
-        let h = try Harness()
-        let gate = LoopbackOrigin.Gate() // never opened before the end: nothing answers either request
-        var response = LoopbackOrigin.Response(text: "late")
-        response.headGate = gate
-        h.origin.route("/stall", response: response)
-        let url = h.origin.url("/stall")
-        let key = try h.cache.manage.key(for: URLRequest(url: url))
-        let leader = h.session.dataTask(with: url) { _, _, _ in }
-        leader.resume()
-        #expect(await gate.reached(count: 1, timeout: 30))
-        var impatient = URLRequest(url: url)
-        impatient.timeoutInterval = 6
-        let follower = StartedFetch(h.session, impatient)
-        #expect(await h.cache.engine.flights.followers(of: key, until: { $0 == 1 }, timeout: 30))
-        let joined = Date()
-        try await Task.sleep(nanoseconds: 5_000_000_000) // most of its timeout spent waiting
-        leader.cancel() // it sends its own request now (on a loaded machine it may not reach the origin in time)
-        let code: Int? = await { do { _ = try await follower.value; return nil } catch { return (error as NSError).code } }()
-        let waited = Date().timeIntervalSince(joined)
-        gate.open()
-        #expect(code == NSURLErrorTimedOut)
-        #expect(waited < 9.5, "it ended \(waited) s after it began waiting; its timeout is 6 s (11 s before)")
-    }
-
     @Test("a delegate-based leader (its body written to the store, not kept), or one cancelled: those waiting get the whole body from the store, one origin request",
           arguments: [false, true])
     func streamingOrCancelledLeader(cancelled: Bool) async throws {

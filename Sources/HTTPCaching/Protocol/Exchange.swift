@@ -47,11 +47,8 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         var forwarded: (id: Int, task: UncheckedBox<URLSessionDataTask>?)?
         /// The first request, when Foundation's own class sent it on the caller's task.
         var direct: DirectForward?
-        /// Whether a request was sent (or waited for another's): only the first may go `direct`.
+        /// Whether a request was sent: only the first may go `direct`.
         var sentBefore = false
-        /// Whether its own request went out after waiting for another's answer, under the
-        /// timeout it waited with (`timeOutWaiting`).
-        var resentAfterWaiting = false
         /// The caller stopped: nothing more is started for it.
         var stopped = false
         /// The executor's queue of actions, and whether a thread is draining it.
@@ -234,9 +231,7 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         }
         let actions = state.withLock { state -> [CacheTransaction.Action] in
             state.flight = nil
-            guard !state.stopped, let actions = state.transaction?.collapsed(into: entry) else { return [] }
-            state.resentAfterWaiting = actions.contains { if case .forward = $0 { true } else { false } }
-            return actions
+            return state.stopped ? [] : state.transaction?.collapsed(into: entry) ?? []
         }
         run(actions)
     }

@@ -176,6 +176,11 @@ public enum HTTPCachingHeaders {
     static let bodyKey = "X-HTTP-Caching-Body-Key"
     /// Every private header, all removed before a request reaches the network.
     static let allPrivate = [windows, policy, bodyKey]
+
+    /// Whether a field name is one of the private headers (`allPrivate`), in any case.
+    static func isPrivate(_ name: String) -> Bool {
+        allPrivate.contains { $0.equalsIgnoringASCIICase(name) }
+    }
 }
 
 extension URLRequest {

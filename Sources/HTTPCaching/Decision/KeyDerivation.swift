@@ -98,7 +98,7 @@ public struct CredentialPartitioning: Sendable, Hashable {
             let lower = name.lowercased()
             guard found[lower] == nil, !own.keys.contains(where: { $0.equalsIgnoringASCIICase(name) }) else { continue }
             if listed.contains(lower) || (includesSessionHeaders && !harmless.contains(lower)
-                                          && !HTTPCachingHeaders.allPrivate.contains(where: { $0.equalsIgnoringASCIICase(name) })) {
+                                          && !HTTPCachingHeaders.isPrivate(name)) {
                 found[lower] = value
             }
         }

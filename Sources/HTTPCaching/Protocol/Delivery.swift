@@ -50,7 +50,7 @@ final class Delivery: Sendable {
 
     private struct State: @unchecked Sendable {
         var target: Target?
-        /// The thread running `startLoading`, while it runs: calls from it go out at once.
+        /// The thread running `inline` (`startLoading`, a direct miss's report): its calls go out at once.
         var inlineThread: pthread_t?
         /// Calls waiting for the work queue, in order.
         var waiting: [Call] = []
@@ -66,14 +66,6 @@ final class Delivery: Sendable {
         /// Finds the task's `data(for:delegate:)` data delegate, until first asked.
         var findSide: (@Sendable () -> Side?)?
         var side: Side?
-    }
-
-    /// A `data(for:delegate:)` task's data delegate: Foundation's own HTTP class hands it every
-    /// chunk besides giving the completion handler the whole body, but the protocol client
-    /// hands chunks only to a session delegate's tasks, so every `didLoad` goes to it too.
-    struct Side: @unchecked Sendable {
-        let session: URLSession
-        let delegate: URLSessionDataDelegate
     }
 
     private typealias Call = (closing: Bool, call: @Sendable (Target) -> Void)
@@ -313,8 +305,9 @@ final class Delivery: Sendable {
         enum Route { case now, waits, schedule }
         let route = state.withLock { state -> Route in
             guard state.target != nil else { return .waits }
-            if !state.scheduled, state.waiting.isEmpty, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0,
-               state.target?.task?.state != .suspended { return .now } // a suspended task's calls wait for `resume()`
+            if !state.scheduled, state.waiting.isEmpty, let thread = state.inlineThread, pthread_equal(thread, pthread_self()) != 0 {
+                return .now
+            }
             state.waiting.append((closing, call))
             if state.scheduled || state.gathering > 0 { return .waits }
             state.scheduled = true
@@ -362,10 +355,15 @@ final class Delivery: Sendable {
         }
     }
 
-    /// On the work queue: the call, if the path is still open and the task running.
-    private func run(closing: Bool, _ call: (Target) -> Void) {
-        guard case .run(let target) = state.withLock({ Self.live(&$0, closing: closing) }) else { return }
-        call(target)
+    /// On the work queue: the call, if the path is still open and the task running; while the
+    /// task is suspended it waits for `resume()`.
+    private func run(closing: Bool, _ call: @escaping @Sendable (Target) -> Void) {
+        let liveness = state.withLock { state in
+            let liveness = Self.live(&state, closing: closing)
+            if case .hold = liveness { state.waiting.append((closing, call)) }
+            return liveness
+        }
+        if case .run(let target) = liveness { call(target) }
     }
 
     private enum Liveness {

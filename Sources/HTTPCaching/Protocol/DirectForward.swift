@@ -62,7 +62,7 @@ final class DirectForward: @unchecked Sendable {
         let method = hop.request.sentMethod
         guard method == "GET" || method == "HEAD", hop.request.httpBody == nil, hop.request.httpBodyStream == nil else { return false }
         let fields = hop.request.allHTTPHeaderFields ?? [:]
-        return !fields.keys.contains { name in HTTPCachingHeaders.allPrivate.contains { $0.equalsIgnoringASCIICase(name) } }
+        return !fields.keys.contains(where: HTTPCachingHeaders.isPrivate)
     }
 
     /// Sends the request. Call it on the task's work queue.

@@ -75,8 +75,7 @@ extension Exchange {
     private func cancelForward() {
         let (task, direct, done) = state.withLock { state -> (UncheckedBox<URLSessionDataTask>?, DirectForward?, Bool) in
             defer { state.forwarded = nil }
-            let direct = state.forwarded != nil && state.forwarded?.task == nil ? state.direct : nil
-            return (state.forwarded?.task, direct, state.transaction?.isDone ?? true)
+            return (state.forwarded?.task, state.forwardedDirectly, state.transaction?.isDone ?? true)
         }
         if let task { binding.control.async { task.value.cancel() } }
         direct?.ignore() // stopped in `stop()`, on the task's work queue, if the caller cancelled

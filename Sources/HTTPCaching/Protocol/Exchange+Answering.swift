@@ -44,9 +44,7 @@ extension Exchange {
     /// HTTP class would raise.
     private func interception(for response: HTTPURLResponse, _ caller: Caller) -> Caller.Held.Kind? {
         guard caller.facts != nil, (300..<400).contains(response.statusCode) || response.statusCode == 401 else { return nil }
-        let (request, stopped, direct) = state.withLock { state in
-            (state.hop.request, state.stopped, state.forwarded != nil && state.forwarded?.task == nil)
-        }
+        let (request, stopped, direct) = state.withLock { ($0.hop.request, $0.stopped, $0.forwardedDirectly != nil) }
         guard !stopped else { return nil }
         // Foundation's own class sent it (`DirectForward`) and followed what it would follow.
         if !direct, let next = Redirects.request(after: ResponseHead(response), from: request) { return .redirect(next) }

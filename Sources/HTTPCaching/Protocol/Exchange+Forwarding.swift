@@ -225,8 +225,8 @@ extension Exchange: DirectObserver {
     /// a redirect: the answer is not stored, and the key's next miss is forwarded.
     func directReceived(_ response: HTTPURLResponse, id: Int) {
         let now = cache.now()
-        let hop = state.withLock { $0.hop }
-        let redirected = state.withLock { $0.direct }?.followedRedirects ?? true
+        let (hop, direct) = state.withLock { ($0.hop, $0.direct) }
+        let redirected = direct?.followedRedirects ?? true
         guard !redirected, response.url?.absoluteString == hop.request.url?.absoluteString else {
             cache.noteRedirects(hop.key)
             return run(input(from: id) { $0.answeredFromElsewhere(ResponseHead(response)) })

@@ -49,6 +49,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         var direct: DirectForward?
         /// Whether a request was sent: only the first may go `direct`.
         var sentBefore = false
+
+        /// `direct`, while it is the request forwarded (not after a later hop's).
+        var forwardedDirectly: DirectForward? { forwarded != nil && forwarded?.task == nil ? direct : nil }
         /// The caller stopped: nothing more is started for it.
         var stopped = false
         /// The executor's queue of actions, and whether a thread is draining it.
@@ -192,7 +195,6 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         state.withLock { $0.direct }?.resume()
         caller?.delivery.resume()
     }
-
 
     /// The caller stopped (`stopLoading`): nothing reaches it any more; the request in flight
     /// is cancelled unless others wait on its answer, for whom it goes on.

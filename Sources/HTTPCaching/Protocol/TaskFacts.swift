@@ -79,7 +79,7 @@ final class TaskFacts: @unchecked Sendable {
     /// needs (`DirectForward`): a completion handler takes the answer and no delegate would be
     /// asked anything. Read after `load()`.
     var sendsAlone: Bool {
-        lock.withLock { registration.map { $0.completionHandler && $0.delegate == nil && $0.storingDelegate == nil } ?? false }
+        lock.withLock { registration.map { $0.completionHandler && $0.delegate == nil } ?? false }
     }
 
     /// The delegate Foundation would ask about the task's redirects, challenges and body stream.

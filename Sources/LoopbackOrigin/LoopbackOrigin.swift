@@ -173,11 +173,27 @@ public final class LoopbackOrigin: @unchecked Sendable {
         route(path) { _, _ in response }
     }
 
-    /// Routes a path to a body that changes on every call: `"<prefix>1"`, `"<prefix>2"`, ...
+    /// Where a route's first answer waits (`routeVersioned(holdingFirst:)`): at the gate before
+    /// its head, or after its head and before its body.
+    public enum Hold: Sendable {
+        case head(Gate)
+        case body(Gate)
+    }
+
+    /// Routes a path to a body that changes on every call: `"<prefix>1"`, `"<prefix>2"`, ...;
+    /// the first answer waits as `holdingFirst` says. The default holds none.
     public func routeVersioned(_ path: String, prefix: String = "v",
                                headers: [(name: String, value: String)] = [],
-                               status: Int = 200) {
-        route(path) { _, hit in Response(status: status, headers: headers, text: "\(prefix)\(hit)") }
+                               status: Int = 200, holdingFirst hold: Hold? = nil) {
+        route(path) { _, hit in
+            var response = Response(status: status, headers: headers, text: "\(prefix)\(hit)")
+            switch hit == 1 ? hold : nil {
+            case .head(let gate)?: response.headGate = gate
+            case .body(let gate)?: response.bodyGate = gate
+            case nil: break
+            }
+            return response
+        }
     }
 
     /// How many requests this path (without query) received; nil counts every path.

@@ -106,15 +106,11 @@ struct DirectForwardTests {
     func cancelled() async throws {
         let h = try Harness()
         let gate = LoopbackOrigin.Gate()
-        h.origin.route("/slow") { _, hit in
-            var response = LoopbackOrigin.Response(headers: [("Cache-Control", "max-age=60")], text: "body \(hit)")
-            if hit == 1 { response.bodyGate = gate }
-            return response
-        }
-        let calls = Counter()
+        h.origin.routeVersioned("/slow", prefix: "body ", headers: [("Cache-Control", "max-age=60")], holdingFirst: .body(gate))
+        let calls = Watched(0)
         let ended = await withCheckedContinuation { continuation in
             let task = h.session.dataTask(with: h.origin.url("/slow")) { _, _, error in
-                calls.add()
+                calls.update { $0 += 1 }
                 continuation.resume(returning: (error as? URLError)?.errorCode)
             }
             task.resume()
@@ -172,10 +168,10 @@ struct DirectForwardTests {
             response.headGate = gate
             return response
         }())
-        let calls = Counter()
+        let calls = Watched(0)
         let ended = DispatchSemaphore(value: 0)
         let task = session.dataTask(with: h.origin.url("/bounce")) { data, _, error in
-            if error == nil, data == Data("ok".utf8) { calls.add() }
+            if error == nil, data == Data("ok".utf8) { calls.update { $0 += 1 } }
             ended.signal()
         }
         task.resume()
@@ -195,11 +191,7 @@ struct DirectForwardTests {
     func leaderCancelled() async throws {
         let h = try Harness()
         let gate = LoopbackOrigin.Gate()
-        h.origin.route("/shared") { _, hit in
-            var response = LoopbackOrigin.Response(headers: [("Cache-Control", "max-age=60")], text: "answer \(hit)")
-            if hit == 1 { response.headGate = gate }
-            return response
-        }
+        h.origin.routeVersioned("/shared", prefix: "answer ", headers: [("Cache-Control", "max-age=60")], holdingFirst: .head(gate))
         let key = try h.cache.manage.key(for: URLRequest(url: h.origin.url("/shared")))
         let leader = h.session.dataTask(with: h.origin.url("/shared")) { _, _, _ in }
         leader.resume()
@@ -212,12 +204,4 @@ struct DirectForwardTests {
         #expect(answer.text == "answer 2" && answer.response.statusCode == 200)
         #expect(h.origin.requestCount("/shared") == 2)
     }
-}
-
-/// A count shared with a completion handler.
-private final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
 }

@@ -84,11 +84,7 @@ extension FidelityEndToEndTests {
     func cacheStatusCollapsed() async throws {
         let h = try Harness()
         let gate = LoopbackOrigin.Gate()
-        h.origin.route("/c") { _, hit in
-            var response = LoopbackOrigin.Response(text: "c\(hit)")
-            if hit == 1 { response.headGate = gate }
-            return response
-        }
+        h.origin.routeVersioned("/c", prefix: "c", holdingFirst: .head(gate))
         let request = URLRequest(url: h.origin.url("/c"))
         let first = StartedFetch(h.session, request)
         #expect(await gate.reached())

@@ -229,11 +229,7 @@ struct CollapsingTests {
     func unstorableLeader() async throws {
         let h = try Harness()
         let gate = LoopbackOrigin.Gate()
-        h.origin.route("/private") { _, hit in
-            var response = LoopbackOrigin.Response(headers: [("Cache-Control", "no-store")], text: "v\(hit)")
-            if hit == 1 { response.headGate = gate }
-            return response
-        }
+        h.origin.routeVersioned("/private", headers: [("Cache-Control", "no-store")], holdingFirst: .head(gate))
         let key = try h.cache.manage.key(for: URLRequest(url: h.origin.url("/private")))
         let request = URLRequest(url: h.origin.url("/private"))
         let first = StartedFetch(h.session, request)

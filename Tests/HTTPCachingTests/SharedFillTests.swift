@@ -16,11 +16,7 @@ struct SharedFillTests {
         let origin = try LoopbackOrigin()
         defer { origin.stop() }
         let gate = LoopbackOrigin.Gate()
-        origin.route("/cold") { _, hit in
-            var response = LoopbackOrigin.Response(headers: [("Cache-Control", "max-age=600")], text: "filled \(hit)")
-            if hit == 1 { response.headGate = gate }
-            return response
-        }
+        origin.routeVersioned("/cold", prefix: "filled ", headers: [("Cache-Control", "max-age=600")], holdingFirst: .head(gate))
         let workers = try (0..<Self.processes).map { _ in
             try Worker(["fill", store, origin.url("/cold").absoluteString, "\(Self.callers)"])
         }

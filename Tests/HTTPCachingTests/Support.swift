@@ -148,6 +148,7 @@ final class StartedFetch: @unchecked Sendable {
     private let lock = NSLock()
     private var outcome: Result<FetchResult, any Error>?
     private var waiter: CheckedContinuation<FetchResult, any Error>?
+    private var enders: [OnceAnswer] = []
 
     init(_ session: URLSession, _ request: URLRequest) {
         session.dataTask(with: request) { data, response, error in
@@ -159,13 +160,27 @@ final class StartedFetch: @unchecked Sendable {
             } else {
                 outcome = .failure(URLError(.badServerResponse))
             }
-            let waiter = self.lock.withLock { () -> CheckedContinuation<FetchResult, any Error>? in
+            let (waiter, enders) = self.lock.withLock { () -> (CheckedContinuation<FetchResult, any Error>?, [OnceAnswer]) in
                 self.outcome = outcome
-                defer { self.waiter = nil }
-                return self.waiter
+                defer { (self.waiter, self.enders) = (nil, []) }
+                return (self.waiter, self.enders)
             }
             waiter?.resume(with: outcome)
+            for ender in enders { ender.give(true) }
         }.resume()
+    }
+
+    /// Whether it has ended, or ends within `timeout` seconds.
+    func ends(within timeout: TimeInterval) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let answer = OnceAnswer(continuation)
+            let ended = lock.withLock { () -> Bool in
+                if outcome == nil { enders.append(answer) }
+                return outcome != nil
+            }
+            if ended { return answer.give(true) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { answer.give(false) }
+        }
     }
 
     var value: FetchResult {

@@ -14,6 +14,8 @@ final class CacheEngine: Sendable {
     let now: @Sendable () -> Date
     let hub = EventHub()
     let flights = Flights()
+    /// The cache's own timeouts; tests hold them (`Deadlines.holdForTests`).
+    let deadlines = Deadlines()
     /// What the cache has done, counted as it happens.
     let statistics: StatisticsCounters
     /// Where store reads and writes happen: never Foundation's shared URLSession queue. Serial

@@ -15,7 +15,7 @@ final class Flights: Sendable {
     private struct Watch {
         let key: CacheKey
         let holds: @Sendable (Int) -> Bool
-        let answer: Answer
+        let answer: OnceAnswer
     }
 
     /// Joins the flight for a key: the first to join leads it.
@@ -58,7 +58,7 @@ final class Flights: Sendable {
     /// wait on what happens rather than poll.
     func followers(of key: CacheKey, until holds: @escaping @Sendable (Int) -> Bool, timeout: TimeInterval) async -> Bool {
         await withCheckedContinuation { continuation in
-            let answer = Answer(continuation)
+            let answer = OnceAnswer(continuation)
             watches.withLock { watches in
                 watches.append(Watch(key: key, holds: holds, answer: answer))
                 watchCount.store(watches.count, ordering: .sequentiallyConsistent)
@@ -86,12 +86,5 @@ final class Flights: Sendable {
             return met
         }
         for watch in met { watch.answer.give(true) }
-    }
-
-    /// A continuation resumed once, by whichever comes first.
-    private final class Answer: Sendable {
-        private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
-        init(_ continuation: CheckedContinuation<Bool, Never>) { self.continuation = Mutex(continuation) }
-        func give(_ value: Bool) { continuation.withLock { $0.take() }?.resume(returning: value) }
     }
 }

@@ -79,6 +79,7 @@ extension Exchange {
                 state.hop = hop
                 state.forwarded = nil
                 state.stored = nil
+                state.resentAfterWaiting = false
                 return true
             }
             if proceed { self.start(key: key, entry: entry, otherVariant: other) }

@@ -14,7 +14,9 @@ extension Exchange {
             // a follower leaves at once; a leader ends its flight, and those waiting go out.
             switch cache.flights.join(hop.key, self) {
             case .follower:
-                guard state.withLock({ $0.flight = .waiting(hop.key); return !$0.stopped }) else {
+                // Should it go out after all, it goes through the forwarding session, whose request
+                // its wait's timeout may cancel from any thread (`timeOutWaiting`).
+                guard state.withLock({ $0.flight = .waiting(hop.key); $0.sentBefore = true; return !$0.stopped }) else {
                     state.withLock { $0.flight = nil }
                     return cache.flights.leave(hop.key, self)
                 }
@@ -30,21 +32,27 @@ extension Exchange {
 
     /// A request waiting on another's answer times out as its own would: nothing arrives for
     /// it within its timeout (the request's own, else the session's: Foundation's idle timeout),
-    /// so it stops waiting and fails as timed out (or is answered as a timeout allows).
+    /// so it stops waiting and fails as timed out (or is answered as a timeout allows). So does
+    /// one sent after the wait (the other's answer was not stored) that has no head yet when
+    /// the timeout comes: its request is cancelled, rather than given a whole timeout more.
     private func timeOutWaiting(for hop: Hop) {
         let seconds = RequestTimeout.isSet(hop.request) ? hop.request.timeoutInterval
             : binding.forwarding.configuration.timeoutIntervalForRequest
         // Whole seconds, as Foundation's HTTP class counts them (`Int(timeout) * 1000` ms).
-        binding.control.asyncAfter(deadline: .now() + Double(Int(min(seconds, 1e9)))) { [weak self] in
+        cache.deadlines.after(Double(Int(min(seconds, 1e9))), on: binding.control) { [weak self] in
             guard let self else { return }
             let now = cache.now()
-            let actions = state.withLock { state -> [CacheTransaction.Action]? in
-                guard state.flight == .waiting(hop.key), !state.stopped else { return nil }
-                state.flight = nil
-                return state.transaction?.fail(TransactionError(URLError(.timedOut)), now: now) ?? []
+            let (actions, waiting) = state.withLock { state -> ([CacheTransaction.Action]?, Bool) in
+                let waiting = state.flight == .waiting(hop.key)
+                guard !state.stopped, waiting || (state.resentAfterWaiting && state.transaction?.pendingPlan != nil) else {
+                    return (nil, false)
+                }
+                if waiting { state.flight = nil }
+                let failed = state.transaction?.fail(TransactionError(URLError(.timedOut)), now: now) ?? []
+                return (waiting ? failed : [.cancelForward] + failed, waiting)
             }
             guard let actions else { return }
-            cache.flights.leave(hop.key, self)
+            if waiting { cache.flights.leave(hop.key, self) }
             run(actions)
         }
     }

@@ -47,8 +47,11 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         var forwarded: (id: Int, task: UncheckedBox<URLSessionDataTask>?)?
         /// The first request, when Foundation's own class sent it on the caller's task.
         var direct: DirectForward?
-        /// Whether a request was sent: only the first may go `direct`.
+        /// Whether a request was sent (or waited for another's): only the first may go `direct`.
         var sentBefore = false
+        /// Whether its own request went out after waiting for another's answer, under the
+        /// timeout it waited with (`timeOutWaiting`).
+        var resentAfterWaiting = false
 
         /// `direct`, while it is the request forwarded (not after a later hop's).
         var forwardedDirectly: DirectForward? { forwarded != nil && forwarded?.task == nil ? direct : nil }
@@ -233,7 +236,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         }
         let actions = state.withLock { state -> [CacheTransaction.Action] in
             state.flight = nil
-            return state.stopped ? [] : state.transaction?.collapsed(into: entry) ?? []
+            guard !state.stopped, let actions = state.transaction?.collapsed(into: entry) else { return [] }
+            state.resentAfterWaiting = actions.contains { if case .forward = $0 { true } else { false } }
+            return actions
         }
         run(actions)
     }

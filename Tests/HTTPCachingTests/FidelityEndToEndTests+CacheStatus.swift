@@ -90,7 +90,7 @@ extension FidelityEndToEndTests {
         #expect(await gate.reached())
         let second = StartedFetch(h.session, request)
         let key = try h.cache.manage.key(for: request)
-        #expect(await eventually { h.cache.engine.flights.followers(of: key) == 1 }, "the second request waits in the first one's flight")
+        #expect(await h.cache.engine.flights.followers(of: key, until: { $0 == 1 }, timeout: 30), "the second request waits in the first one's flight")
         gate.open()
         let leader = try await first.value, follower = try await second.value
         #expect(leader.cacheStatusField == "HTTPCaching; fwd=uri-miss; fwd-status=200; ttl=60; stored")

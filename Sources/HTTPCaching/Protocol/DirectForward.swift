@@ -72,13 +72,19 @@ final class DirectForward: @unchecked Sendable {
     /// (Foundation's class ends the transfer with the task's error); nothing more is reported.
     func cancel(task: URLSessionTask) {
         guard tee.stop(), task.error != nil else { return }
-        inner.stopLoading()
+        inner.stopLoading() // its handle leaves the session's; the client is not told
+        tee.noteEnded()
     }
 
     /// Nothing more is reported; the transfer goes on to its end unless cancelled. Only ever
     /// reached for a transfer already over: a completion-handler task's answer is reported
     /// whole at its end, and the one input before it, the caller's `cancel()`, stops it first.
-    func ignore() { _ = tee.stop() }
+    /// A live transfer left behind would trap in Foundation once its task has ended (its next
+    /// read asks the session's registry for a task no longer there), so debug builds check.
+    func ignore() {
+        _ = tee.stop()
+        assert(tee.transferEnded, "a live direct transfer was abandoned: it would trap in Foundation when its answer comes")
+    }
 
     /// After the task's `resume()` (in `startLoading`): a redirect that came while the task was
     /// suspended is followed now. The transfer itself is never paused: Foundation's class
@@ -96,8 +102,10 @@ final class DirectForward: @unchecked Sendable {
         let id: Int
         private let task: URLSessionDataTask
         private weak var observer: (any DirectObserver)?
-        /// Whether the head was reported, and whether reporting is over (stopped or ended).
-        private let state = Mutex((headed: false, over: false))
+        /// Whether the head was reported, whether reporting is over (stopped or ended), and
+        /// whether Foundation's class ended the transfer (it calls this client only then: a
+        /// completion-handler task's answer is handed over whole, or its failure).
+        private let state = Mutex((headed: false, over: false, ended: false))
 
         init(task: URLSessionDataTask, id: Int, observer: any DirectObserver) {
             self.task = task
@@ -106,6 +114,11 @@ final class DirectForward: @unchecked Sendable {
         }
 
         var isLive: Bool { state.withLock { !$0.over } }
+
+        /// Whether Foundation's class has ended the transfer (its handle no longer in the session's).
+        var transferEnded: Bool { state.withLock { $0.ended } }
+
+        func noteEnded() { state.withLock { $0.ended = true } }
 
         /// Stops reporting; whether the transfer had not ended yet.
         func stop() -> Bool {
@@ -139,16 +152,19 @@ final class DirectForward: @unchecked Sendable {
         }
 
         func urlProtocol(_ protocol: URLProtocol, didLoad data: Data) {
+            noteEnded()
             guard !data.isEmpty, let observer = observing() else { return }
             observer.reportDirectly { observer.forwardReceived(data, from: id) }
         }
 
         func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
+            noteEnded()
             guard let observer = observing(ending: true) else { return }
             observer.reportDirectly { observer.forwardCompleted(id, error: nil) }
         }
 
         func urlProtocol(_ protocol: URLProtocol, didFailWithError error: any Error) {
+            noteEnded()
             guard stop(), let observer else { return }
             let box = UncheckedBox(error)
             observer.reportDirectly { observer.forwardCompleted(id, error: box.value) }

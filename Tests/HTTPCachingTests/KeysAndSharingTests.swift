@@ -174,35 +174,6 @@ struct CollapsingTests {
         #expect(h.cache.engine.flights.followers(of: try h.cache.manage.key(for: impatient)) == 0)
     }
 
-    @Test("a request that waited, then had to send its own (the one it waited on was cancelled), times out when its own timeout from the start of its wait has passed, its request cancelled, not a whole timeout after sending")
-    func waitedThenSentTimesOut() async throws {
-        let h = try Harness()
-        h.cache.engine.deadlines.holdForTests()
-        let gate = LoopbackOrigin.Gate() // opened only at the end: nothing answers either request before
-        var response = LoopbackOrigin.Response(text: "late")
-        response.headGate = gate
-        h.origin.route("/stall", response: response)
-        let url = h.origin.url("/stall")
-        let leader = h.session.dataTask(with: url) { _, _, _ in }
-        leader.resume()
-        #expect(await gate.reached(count: 1, timeout: 30))
-        var impatient = URLRequest(url: url)
-        impatient.timeoutInterval = 600
-        let follower = StartedFetch(h.session, impatient)
-        #expect(await h.cache.engine.deadlines.held(total: 1, timeout: 30), "it waits on the leader, under its timeout")
-        let waits = h.cache.engine.deadlines.takeHeld()
-        #expect(waits.map(\.seconds) == [600])
-        leader.cancel()
-        #expect(await gate.reached(count: 2, timeout: 30), "it sent its own request")
-        for wait in waits { wait.work() } // 600 s from the start of its wait have passed
-        let ended = await follower.ends(within: 30)
-        gate.open()
-        let code: Int? = await { do { _ = try await follower.value; return nil } catch { return (error as NSError).code } }()
-        #expect(ended, "it ended when its timeout had passed, not 600 s after sending")
-        #expect(code == NSURLErrorTimedOut)
-        #expect(try await h.get("/stall").text == "late", "nothing was stored for it; the next request goes out")
-    }
-
     @Test("a delegate-based leader (its body written to the store, not kept), or one cancelled: those waiting get the whole body from the store, one origin request",
           arguments: [false, true])
     func streamingOrCancelledLeader(cancelled: Bool) async throws {

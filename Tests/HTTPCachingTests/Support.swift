@@ -149,9 +149,11 @@ final class StartedFetch: @unchecked Sendable {
     private var outcome: Result<FetchResult, any Error>?
     private var waiter: CheckedContinuation<FetchResult, any Error>?
     private var enders: [OnceAnswer] = []
+    /// The task, for `cancel()` and the like.
+    private(set) var task: URLSessionDataTask!
 
     init(_ session: URLSession, _ request: URLRequest) {
-        session.dataTask(with: request) { data, response, error in
+        let task = session.dataTask(with: request) { data, response, error in
             let outcome: Result<FetchResult, any Error>
             if let error {
                 outcome = .failure(error)
@@ -167,7 +169,9 @@ final class StartedFetch: @unchecked Sendable {
             }
             waiter?.resume(with: outcome)
             for ender in enders { ender.give(true) }
-        }.resume()
+        }
+        self.task = task
+        task.resume()
     }
 
     /// Whether it has ended, or ends within `timeout` seconds.

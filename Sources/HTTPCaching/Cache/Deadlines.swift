@@ -50,15 +50,20 @@ final class Deadlines: Sendable {
                 return false
             }
             if reached { return answer.give(true) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { answer.give(false) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
+                self?.holding.withLock { $0?.watches.removeAll { $0.answer === answer } }
+                answer.give(false)
+            }
         }
     }
 
-    /// The deadlines held and not yet taken, in the order they were set; the test runs them.
-    func takeHeld() -> [Held] {
+    /// The deadlines held and not yet taken that `matching` accepts (all, by default), in the
+    /// order they were set; the test runs them. The others stay held.
+    func takeHeld(matching: (Held) -> Bool = { _ in true }) -> [Held] {
         holding.withLock { holding in
-            defer { holding?.held = [] }
-            return holding?.held ?? []
+            let taken = holding?.held.filter(matching) ?? []
+            holding?.held.removeAll(where: matching)
+            return taken
         }
     }
 }

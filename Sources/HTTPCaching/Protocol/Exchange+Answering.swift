@@ -80,6 +80,7 @@ extension Exchange {
                 state.forwarded = nil
                 state.stored = nil
                 state.resentAfterWaiting = false
+                state.hopNumber += 1
                 return true
             }
             if proceed { self.start(key: key, entry: entry, otherVariant: other) }

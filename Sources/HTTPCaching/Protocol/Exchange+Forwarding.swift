@@ -15,8 +15,13 @@ extension Exchange {
             switch cache.flights.join(hop.key, self) {
             case .follower:
                 // Should it go out after all, it goes through the forwarding session, whose request
-                // its wait's timeout may cancel from any thread (`timeOutWaiting`).
-                guard state.withLock({ $0.flight = .waiting(hop.key); $0.sentBefore = true; return !$0.stopped }) else {
+                // its wait's timeout may cancel from any thread (`timeOutWaiting`). Ended meanwhile
+                // (that timeout, for a request sent again that joined as a follower), it leaves.
+                guard state.withLock({ state in
+                    state.flight = .waiting(hop.key)
+                    state.sentBefore = true
+                    return !state.stopped && !(state.transaction?.isDone ?? true)
+                }) else {
                     state.withLock { $0.flight = nil }
                     return cache.flights.leave(hop.key, self)
                 }
@@ -36,6 +41,7 @@ extension Exchange {
     /// one sent after the wait (the other's answer was not stored) that has no head yet when
     /// the timeout comes: its request is cancelled, rather than given a whole timeout more.
     private func timeOutWaiting(for hop: Hop) {
+        let number = state.withLock { $0.hopNumber }
         let seconds = RequestTimeout.isSet(hop.request) ? hop.request.timeoutInterval
             : binding.forwarding.configuration.timeoutIntervalForRequest
         // Whole seconds, as Foundation's HTTP class counts them (`Int(timeout) * 1000` ms).
@@ -44,7 +50,8 @@ extension Exchange {
             let now = cache.now()
             let (actions, waiting) = state.withLock { state -> ([CacheTransaction.Action]?, Bool) in
                 let waiting = state.flight == .waiting(hop.key)
-                guard !state.stopped, waiting || (state.resentAfterWaiting && state.transaction?.pendingPlan != nil) else {
+                guard !state.stopped, state.hopNumber == number,
+                      waiting || (state.resentAfterWaiting && state.transaction?.pendingPlan != nil) else {
                     return (nil, false)
                 }
                 if waiting { state.flight = nil }

@@ -36,7 +36,8 @@ extension Exchange {
     /// another process stored the answer and gave its claim back would send a second request
     /// then: a window of one store read.)
     private func pollSharedFill(hop: Hop, lease: TimeInterval, started: Date, interval: TimeInterval) {
-        guard !state.withLock({ $0.stopped }) else { return endFlightAndClaim() }
+        // Stopped, or ended otherwise (its waiting timeout): it neither waits nor claims.
+        guard state.withLock({ !$0.stopped && !($0.transaction?.isDone ?? true) }) else { return endFlightAndClaim() }
         let first = interval == 0.002
         var readable: Bool? = false
         if !first {
@@ -49,14 +50,22 @@ extension Exchange {
         // A claim the store could not record is not waited on either: the origin, at once.
         if outcome == .failed { return send(conditional: [:], hop: hop) }
         if outcome == .won {
-            state.withLock { $0.sharedFillClaim = claim }
+            // Ended since the look above: the claim goes back at once, not with an end that came.
+            guard state.withLock({ state -> Bool in
+                guard !state.stopped, !(state.transaction?.isDone ?? true) else { return false }
+                state.sharedFillClaim = claim
+                return true
+            }) else {
+                cache.store.releaseRefresh(of: claim)
+                return endFlightAndClaim()
+            }
             // Its holder may have stored the answer and let go since the look above.
             if !first, let entry = cache.lookup(hop.key, headers: hop.headers).entry { return sharedFillArrived(entry) }
             return send(conditional: [:], hop: hop)
         }
         if first { run([.emit(.waitingForSharedFill)]) }
         guard readable != nil, Date().timeIntervalSince(started) < lease else { return send(conditional: [:], hop: hop) }
-        cache.ioQueue(for: hop.key.url).asyncAfter(deadline: .now() + interval) {
+        cache.deadlines.after(interval, on: cache.ioQueue(for: hop.key.url)) {
             self.pollSharedFill(hop: hop, lease: lease, started: started, interval: min(interval * 1.5, 0.05))
         }
     }

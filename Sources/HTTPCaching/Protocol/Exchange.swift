@@ -52,6 +52,9 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
         /// Whether its own request went out after waiting for another's answer, under the
         /// timeout it waited with (`timeOutWaiting`).
         var resentAfterWaiting = false
+        /// Which hop of the exchange this is (`startHop` counts them): a wait's timeout is the
+        /// hop's own, as each transfer of Foundation's class has its own.
+        var hopNumber = 0
 
         /// `direct`, while it is the request forwarded (not after a later hop's).
         var forwardedDirectly: DirectForward? { forwarded != nil && forwarded?.task == nil ? direct : nil }

@@ -91,14 +91,16 @@ struct WaitingTimeoutTests {
     @Test("on a store shared by processes, a request sent again after its wait that waits on another process's fill: its timeout ends the wait, and it never takes the fill claim after")
     func timedOutWhileWaitingOnAFill() async throws {
         let directory = TemporaryDirectory()
-        let h = try Harness(store: DiskResponseStore(directory: directory.url))
+        var configuration = CacheConfiguration()
+        configuration.sharedFillLease = 3_600 // no lease runs out however slowly a loaded machine runs the test
+        let h = try Harness(configuration: configuration, store: DiskResponseStore(directory: directory.url))
         let other = try DiskResponseStore(directory: directory.url) // another process on the same directory
         defer { other.close() }
         h.cache.engine.deadlines.holdForTests()
         h.origin.route("/fill", response: .init(headers: [("Cache-Control", "max-age=60")], text: "filled"))
         let url = h.origin.url("/fill")
         let claim = try h.cache.manage.key(for: URLRequest(url: url)).sharedFillClaim
-        #expect(other.claimRefresh(of: claim, lease: 30), "the other process is filling the key")
+        #expect(other.claimRefresh(of: claim, lease: 3_600), "the other process is filling the key")
         let leader = StartedFetch(h.session, URLRequest(url: url))
         #expect(await h.recorder.wait(for: .waitingForSharedFill, count: 1, timeout: 30), "the leader waits on the other process")
         var impatient = URLRequest(url: url)
@@ -118,7 +120,44 @@ struct WaitingTimeoutTests {
         #expect(await Self.code(follower) == NSURLErrorTimedOut)
         other.releaseRefresh(of: claim) // the other process stored nothing and let go
         for look in h.cache.engine.deadlines.takeHeld() { look.work() } // every look at the store still due
-        #expect(other.claimRefresh(of: claim, lease: 30), "nobody here fetches the key any more: its fill claim is free")
+        #expect(other.claimRefresh(of: claim, lease: 3_600), "nobody here fetches the key any more: its fill claim is free")
         #expect(h.origin.requestCount("/fill") == 0)
+    }
+
+    @Test("a request sent again after its wait whose 304 selects nothing asks once more, unconditionally, under a timeout of its own: its wait's timer does not cut that request")
+    func retryAfterAHeadItsOwnTimeout() async throws {
+        let h = try Harness()
+        h.cache.engine.deadlines.holdForTests()
+        let leaderHead = LoopbackOrigin.Gate(), retryHead = LoopbackOrigin.Gate()
+        defer { leaderHead.open(); retryHead.open() }
+        h.origin.route("/v") { _, hit in
+            switch hit {
+            case 1: return .init(headers: [("Cache-Control", "max-age=1"), ("ETag", "\"a\"")], text: "v1")
+            case 2: // the leader's revalidation: an answer that may not be stored, so those waiting go out
+                var held = LoopbackOrigin.Response(headers: [("Cache-Control", "no-store")], text: "v2")
+                held.headGate = leaderHead
+                return held
+            case 3: return .init(status: 304, headers: [("ETag", "\"b\"")], body: Data()) // selects no stored response
+            default:
+                var held = LoopbackOrigin.Response(headers: [("Cache-Control", "max-age=60")], text: "v\(hit)")
+                held.headGate = retryHead
+                return held
+            }
+        }
+        _ = try await h.get("/v")
+        h.clock.advance(by: 3 * 86_400) // expired, with a validator: revalidated
+        let leader = StartedFetch(h.session, URLRequest(url: h.origin.url("/v")))
+        #expect(await leaderHead.reached(count: 1, timeout: 30))
+        var impatient = URLRequest(url: h.origin.url("/v"))
+        impatient.timeoutInterval = 600
+        let follower = StartedFetch(h.session, impatient)
+        #expect(await h.cache.engine.deadlines.held(total: 1, timeout: 30), "it waits on the leader")
+        let waits = h.cache.engine.deadlines.takeHeld()
+        leaderHead.open()
+        #expect(try await leader.value.text == "v2")
+        #expect(await retryHead.reached(count: 1, timeout: 30), "its own request got a 304 that selects nothing, and it asked again")
+        for wait in waits { wait.work() } // 600 s from the start of its wait: the retry's head is not due yet
+        retryHead.open()
+        #expect(try await follower.value.text == "v4", "the retry was not cut by the wait's timer")
     }
 }

@@ -17,17 +17,20 @@ extension Exchange {
                 // Should it go out after all, it goes through the forwarding session, whose request
                 // its wait's timeout may cancel from any thread (`timeOutWaiting`). Ended meanwhile
                 // (that timeout, for a request sent again that joined as a follower), it leaves.
-                guard state.withLock({ state in
+                let number = state.withLock { state -> Int? in
                     state.flight = .waiting(hop.key)
                     state.sentBefore = true
-                    return !state.stopped && !(state.transaction?.isDone ?? true)
-                }) else {
+                    return state.stopped || (state.transaction?.isDone ?? true) ? nil : state.hopNumber
+                }
+                guard let number else {
                     state.withLock { $0.flight = nil }
                     return cache.flights.leave(hop.key, self)
                 }
-                return timeOutWaiting(for: hop)
+                return timeOutWaiting(for: hop, hopNumber: number)
             case .leader:
-                guard state.withLock({ $0.flight = .leading(hop.key); return !$0.stopped }) else { return endFlightAndClaim() }
+                guard state.withLock({ $0.flight = .leading(hop.key); return !$0.stopped && !($0.transaction?.isDone ?? true) }) else {
+                    return endFlightAndClaim()
+                }
             }
         }
         if case .fromDelegate = hop.body { return askDelegateForBody(then: conditional, hop: hop) }
@@ -40,8 +43,7 @@ extension Exchange {
     /// so it stops waiting and fails as timed out (or is answered as a timeout allows). So does
     /// one sent after the wait (the other's answer was not stored) that has no head yet when
     /// the timeout comes: its request is cancelled, rather than given a whole timeout more.
-    private func timeOutWaiting(for hop: Hop) {
-        let number = state.withLock { $0.hopNumber }
+    private func timeOutWaiting(for hop: Hop, hopNumber number: Int) {
         let seconds = RequestTimeout.isSet(hop.request) ? hop.request.timeoutInterval
             : binding.forwarding.configuration.timeoutIntervalForRequest
         // Whole seconds, as Foundation's HTTP class counts them (`Int(timeout) * 1000` ms).
@@ -182,6 +184,8 @@ extension Exchange {
         let jar = cookieJar
         if !jar.sharesStorage(with: binding.forwarding.cookieJar) { jar.store(from: response) }
         let now = cache.now()
+        // Its head came: a retry it leads to (a 304 that selects nothing) has a timeout of its own.
+        state.withLock { if $0.forwarded?.id == task { $0.resentAfterWaiting = false } }
         run(input(from: task) { $0.head(ResponseHead(response), now: now) })
     }
 

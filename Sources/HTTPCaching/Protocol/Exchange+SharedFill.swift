@@ -60,7 +60,10 @@ extension Exchange {
                 return endFlightAndClaim()
             }
             // Its holder may have stored the answer and let go since the look above.
-            if !first, let entry = cache.lookup(hop.key, headers: hop.headers).entry { return sharedFillArrived(entry) }
+            if !first, let entry = cache.lookup(hop.key, headers: hop.headers).entry {
+                endSharedFillClaim() // nothing to fetch: others may look again at once
+                return sharedFillArrived(entry)
+            }
             return send(conditional: [:], hop: hop)
         }
         if first { run([.emit(.waitingForSharedFill)]) }

@@ -12,6 +12,19 @@ import LoopbackOrigin
 /// and run by the tests, which move time instead of waiting for it.
 @Suite("A waiting request's timeout")
 struct WaitingTimeoutTests {
+    /// A request for `url` with a timeout of 600 s, started once another waits at the origin:
+    /// it waits on that one's answer. Returns it and its wait's deadline, taken from those held
+    /// (`held` in all, counting the others the test expects).
+    static func follower(_ h: Harness, _ url: URL, held: Int = 1) async -> (StartedFetch, [Deadlines.Held]) {
+        var impatient = URLRequest(url: url)
+        impatient.timeoutInterval = 600
+        let follower = StartedFetch(h.session, impatient)
+        #expect(await h.cache.engine.deadlines.held(total: held, timeout: 30), "it waits on the leader, under its timeout")
+        let wait = h.cache.engine.deadlines.takeHeld { $0.seconds == 600 }
+        #expect(wait.count == 1)
+        return (follower, wait)
+    }
+
     /// The code the fetch ended with: nil for an answer.
     static func code(_ fetch: StartedFetch) async -> Int? {
         do { _ = try await fetch.value; return nil } catch { return (error as NSError).code }
@@ -30,12 +43,7 @@ struct WaitingTimeoutTests {
         let leader = h.session.dataTask(with: url) { _, _, _ in }
         leader.resume()
         #expect(await gate.reached(count: 1, timeout: 30))
-        var impatient = URLRequest(url: url)
-        impatient.timeoutInterval = 600
-        let follower = StartedFetch(h.session, impatient)
-        #expect(await h.cache.engine.deadlines.held(total: 1, timeout: 30), "it waits on the leader, under its timeout")
-        let waits = h.cache.engine.deadlines.takeHeld()
-        #expect(waits.map(\.seconds) == [600])
+        let (follower, waits) = await Self.follower(h, url)
         leader.cancel()
         #expect(await gate.reached(count: 2, timeout: 30), "it sent its own request")
         for wait in waits { wait.work() } // 600 s from the start of its wait have passed
@@ -69,11 +77,7 @@ struct WaitingTimeoutTests {
         let leaderOfR = h.session.dataTask(with: h.origin.url("/r")) { _, _, _ in }
         leaderOfR.resume()
         #expect(await first.reached(count: 1, timeout: 30))
-        var impatient = URLRequest(url: h.origin.url("/r"))
-        impatient.timeoutInterval = 600
-        let follower = StartedFetch(h.session, impatient)
-        #expect(await h.cache.engine.deadlines.held(total: 1, timeout: 30), "its first hop waits on /r's leader")
-        let firstHopTimer = h.cache.engine.deadlines.takeHeld()
+        let (follower, firstHopTimer) = await Self.follower(h, h.origin.url("/r")) // its first hop waits on /r's leader
         let leaderOfTarget = h.session.dataTask(with: h.origin.url("/target")) { _, _, _ in }
         leaderOfTarget.resume()
         #expect(await second.reached(count: 1, timeout: 30))
@@ -103,12 +107,7 @@ struct WaitingTimeoutTests {
         #expect(other.claimRefresh(of: claim, lease: 3_600), "the other process is filling the key")
         let leader = StartedFetch(h.session, URLRequest(url: url))
         #expect(await h.recorder.wait(for: .waitingForSharedFill, count: 1, timeout: 30), "the leader waits on the other process")
-        var impatient = URLRequest(url: url)
-        impatient.timeoutInterval = 600
-        let follower = StartedFetch(h.session, impatient)
-        #expect(await h.cache.engine.deadlines.held(total: 2, timeout: 30), "the leader's next look at the store, and the follower's wait")
-        let waits = h.cache.engine.deadlines.takeHeld { $0.seconds == 600 }
-        #expect(waits.count == 1)
+        let (follower, waits) = await Self.follower(h, url, held: 2) // beside the leader's next look at the store
         leader.task.cancel()
         #expect(await leader.ends(within: 30))
         // Others wait on it: it went on for them (detached), until its next look finds it stopped.
@@ -148,11 +147,7 @@ struct WaitingTimeoutTests {
         h.clock.advance(by: 3 * 86_400) // expired, with a validator: revalidated
         let leader = StartedFetch(h.session, URLRequest(url: h.origin.url("/v")))
         #expect(await leaderHead.reached(count: 1, timeout: 30))
-        var impatient = URLRequest(url: h.origin.url("/v"))
-        impatient.timeoutInterval = 600
-        let follower = StartedFetch(h.session, impatient)
-        #expect(await h.cache.engine.deadlines.held(total: 1, timeout: 30), "it waits on the leader")
-        let waits = h.cache.engine.deadlines.takeHeld()
+        let (follower, waits) = await Self.follower(h, h.origin.url("/v"))
         leaderHead.open()
         #expect(try await leader.value.text == "v2")
         #expect(await retryHead.reached(count: 1, timeout: 30), "its own request got a 304 that selects nothing, and it asked again")

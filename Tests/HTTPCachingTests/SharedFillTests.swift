@@ -1,4 +1,9 @@
 import Foundation
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPCachingTestKit
 import Testing
 @testable import HTTPCaching
 import LoopbackOrigin
@@ -75,5 +80,51 @@ struct SharedFillTests {
         #expect(result.status == .miss && result.text == "b")
         #expect(h.recorder.count(.waitingForSharedFill) == 0, "no wait for a claim nobody holds")
         #expect(h.origin.requestCount("/b") == 1)
+    }
+}
+
+@Suite("A fill claim is given back")
+struct FillClaimReleaseTests {
+    @Test("a claim won just as another process stored the answer and let go: the stored answer is served and the claim goes back at once, not at the end of its lease")
+    func wonAsTheAnswerArrived() async throws {
+        let staging = TemporaryDirectory(), shared = TemporaryDirectory()
+        let origin = try LoopbackOrigin()
+        defer { origin.stop() }
+        origin.routeVersioned("/f", prefix: "v", headers: [("Cache-Control", "max-age=600")])
+        let url = origin.url("/f")
+        // The answer another process will store, fetched once through a cache of its own.
+        let stagingStore = try DiskResponseStore(directory: staging.url)
+        defer { stagingStore.close() }
+        let stagingConfiguration = URLSessionConfiguration.ephemeral
+        stagingConfiguration.enableHTTPCaching(HTTPCache(store: stagingStore))
+        let stagingSession = URLSession(configuration: stagingConfiguration)
+        defer { stagingSession.finishTasksAndInvalidate() }
+        _ = try await fetch(stagingSession, url)
+        let inner = try DiskResponseStore(directory: shared.url)
+        let other = try DiskResponseStore(directory: shared.url) // the other process
+        defer { inner.close(); other.close() }
+        let store = InstrumentedStore(inner)
+        var configuration = CacheConfiguration()
+        configuration.sharedFillLease = 3_600
+        let h = try Harness(configuration: configuration, store: store)
+        h.cache.engine.deadlines.holdForTests()
+        let key = try h.cache.manage.key(for: URLRequest(url: url))
+        let answer = try #require(try stagingStore.entry(for: key))
+        #expect(other.claimRefresh(of: key.sharedFillClaim, lease: 3_600), "the other process is filling the key")
+        let request = StartedFetch(h.session, URLRequest(url: url))
+        #expect(await h.recorder.wait(for: .waitingForSharedFill, count: 1, timeout: 30))
+        #expect(await h.cache.engine.deadlines.held(total: 1, timeout: 30), "its next look at the store is held")
+        // Right after that look reads nothing, the other process stores the answer and lets go.
+        let once = Atomic<Bool>(false)
+        store.afterRead = { read, found in
+            guard read == key, found == nil, !once.exchange(true, ordering: .relaxed) else { return }
+            _ = try inner.write(answer)
+            other.releaseRefresh(of: key.sharedFillClaim)
+        }
+        for look in h.cache.engine.deadlines.takeHeld() { look.work() } // wins the claim, then finds the answer
+        #expect(try await request.value.text == "v1", "the stored answer, not a second origin request")
+        h.cache.engine.ioQueue(for: key.url).sync {} // the claim's release runs there
+        #expect(other.claimRefresh(of: key.sharedFillClaim, lease: 3_600), "the claim went back at once")
+        #expect(origin.requestCount("/f") == 1)
     }
 }

@@ -20,7 +20,7 @@ extension Exchange {
                 let number = state.withLock { state -> Int? in
                     state.flight = .waiting(hop.key)
                     state.sentBefore = true
-                    return state.stopped || (state.transaction?.isDone ?? true) ? nil : state.hopNumber
+                    return state.answering ? state.hopNumber : nil
                 }
                 guard let number else {
                     state.withLock { $0.flight = nil }
@@ -28,9 +28,7 @@ extension Exchange {
                 }
                 return timeOutWaiting(for: hop, hopNumber: number)
             case .leader:
-                guard state.withLock({ $0.flight = .leading(hop.key); return !$0.stopped && !($0.transaction?.isDone ?? true) }) else {
-                    return endFlightAndClaim()
-                }
+                guard state.withLock({ $0.flight = .leading(hop.key); return $0.answering }) else { return endFlightAndClaim() }
             }
         }
         if case .fromDelegate = hop.body { return askDelegateForBody(then: conditional, hop: hop) }
@@ -94,7 +92,7 @@ extension Exchange {
               task.state == .running, let direct = DirectForward(task: task, observer: self) else { return false }
         let now = cache.now()
         let go = state.withLock { state -> Bool in
-            guard !state.stopped, !state.sentBefore, !(state.transaction?.isDone ?? true) else { return false }
+            guard state.answering, !state.sentBefore else { return false }
             state.forwarded = (direct.id, nil)
             state.direct = direct
             state.sentBefore = true
@@ -184,8 +182,6 @@ extension Exchange {
         let jar = cookieJar
         if !jar.sharesStorage(with: binding.forwarding.cookieJar) { jar.store(from: response) }
         let now = cache.now()
-        // Its head came: a retry it leads to (a 304 that selects nothing) has a timeout of its own.
-        state.withLock { if $0.forwarded?.id == task { $0.resentAfterWaiting = false } }
         run(input(from: task) { $0.head(ResponseHead(response), now: now) })
     }
 
@@ -224,10 +220,13 @@ extension Exchange {
     }
 
     /// Feeds an input from the forwarded task `task`; none if that task is no longer current.
-    /// Also the direct request's (`DirectObserver`), under its id.
+    /// Also the direct request's (`DirectObserver`), under its id. Once the request sent after a
+    /// wait answers, the wait's timeout no longer covers it: a retry it leads to (a 304 that
+    /// selects nothing) has a timeout of its own.
     private func input(from task: Int, _ body: (inout CacheTransaction) -> [CacheTransaction.Action]) -> [CacheTransaction.Action] {
         state.withLock { state in
             guard state.forwarded?.id == task, state.transaction != nil else { return [] }
+            state.resentAfterWaiting = false
             return body(&state.transaction!)
         }
     }

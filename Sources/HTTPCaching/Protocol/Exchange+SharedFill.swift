@@ -37,7 +37,7 @@ extension Exchange {
     /// then: a window of one store read.)
     private func pollSharedFill(hop: Hop, lease: TimeInterval, started: Date, interval: TimeInterval) {
         // Stopped, or ended otherwise (its waiting timeout): it neither waits nor claims.
-        guard state.withLock({ !$0.stopped && !($0.transaction?.isDone ?? true) }) else { return endFlightAndClaim() }
+        guard state.withLock({ $0.answering }) else { return endFlightAndClaim() }
         let first = interval == 0.002
         var readable: Bool? = false
         if !first {
@@ -50,15 +50,8 @@ extension Exchange {
         // A claim the store could not record is not waited on either: the origin, at once.
         if outcome == .failed { return send(conditional: [:], hop: hop) }
         if outcome == .won {
-            // Ended since the look above: the claim goes back at once, not with an end that came.
-            guard state.withLock({ state -> Bool in
-                guard !state.stopped, !(state.transaction?.isDone ?? true) else { return false }
-                state.sharedFillClaim = claim
-                return true
-            }) else {
-                cache.store.releaseRefresh(of: claim)
-                return endFlightAndClaim()
-            }
+            // Ended since the look above (its end gave back no claim yet): the claim goes back now.
+            guard state.withLock({ $0.sharedFillClaim = claim; return $0.answering }) else { return endFlightAndClaim() }
             // Its holder may have stored the answer and let go since the look above.
             if !first, let entry = cache.lookup(hop.key, headers: hop.headers).entry {
                 endSharedFillClaim() // nothing to fetch: others may look again at once

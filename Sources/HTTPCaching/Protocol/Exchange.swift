@@ -58,6 +58,8 @@ final class Exchange: ForwardObserver, @unchecked Sendable {
 
         /// `direct`, while it is the request forwarded (not after a later hop's).
         var forwardedDirectly: DirectForward? { forwarded != nil && forwarded?.task == nil ? direct : nil }
+        /// Whether the caller still awaits what this hop brings: not stopped, its transaction not over.
+        var answering: Bool { !stopped && !(transaction?.isDone ?? true) }
         /// The caller stopped: nothing more is started for it.
         var stopped = false
         /// The executor's queue of actions, and whether a thread is draining it.

@@ -18,7 +18,12 @@ final class RawRedisClient {
 
     init(port: Int, prefix: String) throws {
         self.prefix = prefix
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = try Self.connect(port: port)
+    }
+
+    /// A blocking TCP socket (`TCP_NODELAY`) connected to 127.0.0.1:`port`.
+    static func connect(port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -27,31 +32,39 @@ final class RawRedisClient {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else {
             close(fd)
             throw Failure(description: "connect: \(String(cString: strerror(errno)))")
         }
+        return fd
     }
 
     deinit { close(fd) }
 
     /// `SET key value`, checked for `+OK`.
     func set(_ key: String, _ value: [UInt8]) throws {
-        try send(command(["SET", prefix + key].map { Array($0.utf8) } + [value]))
+        try send(Self.command(["SET", prefix + key].map { Array($0.utf8) } + [value]))
         let reply = try readReply()
         guard reply.kind == UInt8(ascii: "+") else { throw Failure(description: "SET refused") }
     }
 
     /// `GET key`; the length of the value read (-1 for none).
     func get(_ key: String) throws -> Int {
-        try send(command([Array("GET".utf8), Array((prefix + key).utf8)]))
+        try send(Self.command([Array("GET".utf8), Array((prefix + key).utf8)]))
         return try readReply().length
     }
 
+    /// `GET key`: the value (nil for none).
+    func value(_ key: String) throws -> Data? {
+        try send(Self.command([Array("GET".utf8), Array((prefix + key).utf8)]))
+        let reply = try readReply()
+        return reply.length < 0 ? nil : Data(buffer[reply.start..<reply.start + reply.length])
+    }
+
     /// A command in its wire form.
-    private func command(_ arguments: [[UInt8]]) -> [UInt8] {
+    static func command(_ arguments: [[UInt8]]) -> [UInt8] {
         var out = Array("*\(arguments.count)\r\n".utf8)
         for argument in arguments {
             out += "$\(argument.count)\r\n".utf8
@@ -71,24 +84,25 @@ final class RawRedisClient {
     }
 
     /// Reads one reply: a status line, or a bulk string read to its end. The reply's type
-    /// byte, and the bulk length (-1 for a null or a status).
-    private func readReply() throws -> (kind: UInt8, length: Int) {
+    /// byte, and where the bulk value starts in `buffer` and its length (-1 for a null or a status).
+    private func readReply() throws -> (kind: UInt8, start: Int, length: Int) {
         var have = 0
-        var lineEnd: Int?
-        while lineEnd == nil {
+        while true {
             have += try receive(at: have)
-            lineEnd = (1..<max(1, have)).first { buffer[$0 - 1] == 13 && buffer[$0] == 10 }
+            if let reply = Self.bulkReply(in: buffer, count: have) {
+                return (buffer[0], reply.start, reply.length)
+            }
+            if have == buffer.count { buffer += [UInt8](repeating: 0, count: buffer.count) }
         }
-        let kind = buffer[0]
-        guard kind == UInt8(ascii: "$") else { return (kind, -1) }
-        guard let length = Int(String(decoding: buffer[1..<lineEnd! - 1], as: UTF8.self)) else {
-            throw Failure(description: "a bad bulk length")
-        }
-        guard length >= 0 else { return (kind, -1) }
-        let total = lineEnd! + 1 + length + 2
-        if buffer.count < total { buffer += [UInt8](repeating: 0, count: total - buffer.count) }
-        while have < total { have += try receive(at: have) }
-        return (kind, length)
+    }
+
+    /// The whole reply at the start of `bytes[0..<count]`, once it is all there: where a bulk
+    /// value starts and its length (-1 for a null bulk string or any other reply), else nil.
+    static func bulkReply(in bytes: [UInt8], count: Int) -> (start: Int, length: Int)? {
+        guard let lineEnd = (1..<max(1, count)).first(where: { bytes[$0 - 1] == 13 && bytes[$0] == 10 }) else { return nil }
+        guard bytes[0] == UInt8(ascii: "$"), let length = Int(String(decoding: bytes[1..<lineEnd - 1], as: UTF8.self)),
+              length >= 0 else { return (lineEnd + 1, -1) }
+        return count >= lineEnd + 1 + length + 2 ? (lineEnd + 1, length) : nil
     }
 
     private func receive(at offset: Int) throws -> Int {

@@ -20,9 +20,14 @@ enum RedisBench {
     /// that waits on I/O is (`IOQueueOnlyStore`): the hop off the task's work queue and back,
     /// with no I/O, the part of a Redis hit no store can save while that queue never waits.
     static let variants = ["memory", "hop", "disk", "redis", "near"]
+    /// The bounds no cache can beat, through URLSession (`RedisFloorProtocol`): the floor
+    /// protocol's canned answer, and the same with its body read by one `GET` blocking
+    /// Foundation's queue ("rinline") or sent without waiting and read by a dispatch source
+    /// ("rsource").
+    static let floors = ["floor", "rinline", "rsource"]
     /// What each round measures: the stores through URLSession, the Redis store's own read
-    /// ("store": `entry(for:)` called directly, no URLSession), and the anchor, a raw `GET`.
-    static let measured = variants + ["store", "raw"]
+    /// ("store": `entry(for:)` called directly, no URLSession), the floors, and the anchor, a raw `GET`.
+    static let measured = variants + ["store"] + floors + ["raw"]
     static let hotKeys = 8
 
     /// One variant alone, for a profiler (`--redis-variant VARIANT BYTES COUNT`): the same
@@ -124,6 +129,12 @@ enum RedisBench {
             }
             RedisBench.routeBodies(on: origin)
             raw = try RawRedisClient(port: port, prefix: prefix)
+            RedisFloorProtocol.link = try RedisFloorLink(port: port, prefix: prefix)
+            for name in RedisBench.floors {
+                let configuration = URLSessionConfiguration.ephemeral
+                configuration.protocolClasses = [name == "floor" ? FloorProtocol.self : RedisFloorProtocol.self] + (configuration.protocolClasses ?? [])
+                sessions[name] = URLSession(configuration: configuration)
+            }
             for size in RedisBench.sizes {
                 for k in 0..<RedisBench.hotKeys { try raw.set(RedisBench.rawKey(size.bytes, k), RedisBench.body(size.bytes)) }
             }
@@ -148,6 +159,9 @@ enum RedisBench {
         if variant == "raw" { return (try? setup.raw.get(rawKey(bytes, i))) ?? -1 }
         if variant == "store" { return (try? setup.redis.entry(for: storeKey(setup.origin, bytes, i)))??.body.count ?? -1 }
         guard let session = setup.sessions[variant] else { return -1 }
+        if variant.hasPrefix("r") && variant != "redis" { // the Redis floors: no origin, the key in the URL
+            return get(session, setup.origin.url("/\(variant)/\(bytes)?k=\(i % hotKeys)"))
+        }
         return get(session, url(setup.origin, bytes, i))
     }
 
@@ -156,6 +170,7 @@ enum RedisBench {
         for size in sizes {
             origin.route("/redis-bench/\(size.bytes)", response: .init(headers: [("Content-Type", "application/octet-stream")],
                                                                         body: Data(body(size.bytes))))
+            FloorProtocol.bodies["/redis-bench/\(size.bytes)"] = Data(body(size.bytes))
         }
     }
 
@@ -187,6 +202,14 @@ enum RedisBench {
         for size in sizes {
             for variant in variants {
                 for k in 0..<hotKeys where get(sessions[variant]!, url(origin, size.bytes, k)) != size.bytes {
+                    problems.append("redis bench \(variant) \(size.bytes): a warm-up request failed")
+                }
+            }
+        }
+        for size in sizes {
+            for variant in floors {
+                for k in 0..<hotKeys where get(sessions[variant]!, origin.url(variant == "floor" ? "/redis-bench/\(size.bytes)?k=\(k)"
+                                                                              : "/\(variant)/\(size.bytes)?k=\(k)")) != size.bytes {
                     problems.append("redis bench \(variant) \(size.bytes): a warm-up request failed")
                 }
             }
@@ -246,6 +269,12 @@ enum RedisBench {
             lines.append("redis.io_hop_us\(size.suffix)=\(String(format: "%.1f", (hop - memory) * 1e6))")
             lines.append("ratio.io_hop_over_raw_get\(size.suffix)=\(formatRatio((hop - memory) / rawGet))")
             lines.append("ratio.redis_hit_minus_hop_over_raw_get\(size.suffix)=\(formatRatio(((m["redis"] ?? .nan) - hop) / rawGet))")
+            // The bounds: what one GET adds to the floor protocol, never waiting on Foundation's
+            // queue, and blocking it.
+            let floor = m["floor"] ?? .nan
+            lines.append("ratio.redis_source_floor_minus_floor_over_raw_get\(size.suffix)=\(formatRatio(((m["rsource"] ?? .nan) - floor) / rawGet))")
+            lines.append("ratio.redis_inline_floor_minus_floor_over_raw_get\(size.suffix)=\(formatRatio(((m["rinline"] ?? .nan) - floor) / rawGet))")
+            lines.append("ratio.redis_hit_minus_memory_over_source_floor\(size.suffix)=\(formatRatio(added / ((m["rsource"] ?? .nan) - floor)))")
         }
         let unique = Array(Set(problems)).sorted()
         if !unique.isEmpty {

@@ -8,7 +8,8 @@ import LoopbackOrigin
 /// Hit, floor, network, miss and URLCache, per body size, interleaved round by round. `miss`
 /// is a session without a delegate (Foundation's own class sends it on the task,
 /// `DirectForward`); `fwdmiss` the same completion-handler task on a session with a delegate,
-/// which the cache's forwarding session sends.
+/// which the cache's forwarding session sends; `keep` the network with every body kept as the
+/// miss's memory store keeps it (`BodyKeeper`, the same byte limit), no cache.
 struct HTTPBench {
     struct Size {
         let suffix: String
@@ -19,7 +20,7 @@ struct HTTPBench {
     static let sizes = [Size(suffix: "", bytes: 1024, requests: 400),
                         Size(suffix: "_100k", bytes: 100 * 1024, requests: 150),
                         Size(suffix: "_1m", bytes: 1 << 20, requests: 30)]
-    static let variants = ["hit", "floor", "network", "miss", "fwdmiss", "relay", "urlcache"]
+    static let variants = ["hit", "floor", "network", "keep", "miss", "fwdmiss", "relay", "urlcache"]
     static let hotKeys = 8
 
     let origin: LoopbackOrigin
@@ -32,6 +33,8 @@ struct HTTPBench {
     let networkSession: URLSession
     let urlCacheSession: URLSession
     let windows = CacheWindows(fresh: 3600, usable: 7200)
+    /// The `keep` variant's bodies: as many bytes as the miss session's store holds.
+    let keeper = BodyKeeper(byteLimit: 64 << 20)
 
     init(origin: LoopbackOrigin, rounds: Int) {
         self.origin = origin
@@ -87,7 +90,7 @@ struct HTTPBench {
     func urls(_ variant: String, _ size: Size, count: Int, unique: inout Int) -> [URL] {
         (0..<count).map { i in
             switch variant {
-            case "hit", "network", "relay": return origin.url("/body/\(size.bytes)?k=\(i % Self.hotKeys)")
+            case "hit", "network", "relay", "keep": return origin.url("/body/\(size.bytes)?k=\(i % Self.hotKeys)")
             case "floor": return origin.url("/floor/\(size.bytes)?k=\(i % Self.hotKeys)")
             case "urlcache": return origin.url("/uc/\(size.bytes)/k\(i % Self.hotKeys)")
             default:
@@ -102,7 +105,7 @@ struct HTTPBench {
         case "hit": hitSession
         case "floor": floorSession
         case "relay": relaySession
-        case "network": networkSession
+        case "network", "keep": networkSession
         case "urlcache": urlCacheSession
         case "fwdmiss": forwardedMissSession
         default: missSession
@@ -130,7 +133,7 @@ struct HTTPBench {
                     let session = session(variant)
                     let before = origin.requestCount()
                     let start = now()
-                    for url in batch where get(session, url) != size.bytes {
+                    for url in batch where get(session, url, keeping: variant == "keep" ? keeper : nil) != size.bytes {
                         problems.append("\(variant) \(size.bytes): a request failed")
                     }
                     let perRequest = (now() - start) / Double(batch.count)

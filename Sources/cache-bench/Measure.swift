@@ -14,6 +14,31 @@ func median(_ values: [Double]) -> Double {
     return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
+/// Bodies kept as a memory store keeps them (the buffer Foundation filled, not a copy), the
+/// oldest let go past a byte limit: what keeping the bytes costs, without a cache.
+final class BodyKeeper: @unchecked Sendable {
+    private let lock = NSLock()
+    private var bodies: [Data] = []
+    private var first = 0
+    private var bytes = 0
+    private let limit: Int
+
+    init(byteLimit: Int) { limit = byteLimit }
+
+    func keep(_ body: Data) {
+        lock.lock()
+        defer { lock.unlock() }
+        bodies.append(body)
+        bytes += body.count
+        while bytes > limit, first < bodies.count {
+            bytes -= bodies[first].count
+            bodies[first] = Data()
+            first += 1
+        }
+        if first > 1024 { bodies.removeFirst(first); first = 0 }
+    }
+}
+
 /// A value written by one thread and read by another after a semaphore.
 final class Box<T>: @unchecked Sendable {
     var value: T
@@ -21,13 +46,14 @@ final class Box<T>: @unchecked Sendable {
 }
 
 /// One request on a completion-handler data task, waited for; returns the body length (-1
-/// on error).
+/// on error). With `keeper`, the body is kept there.
 @discardableResult
-func get(_ session: URLSession, _ url: URL) -> Int {
+func get(_ session: URLSession, _ url: URL, keeping keeper: BodyKeeper? = nil) -> Int {
     let done = DispatchSemaphore(value: 0)
     let bytes = Box(-1)
     session.dataTask(with: url) { data, _, error in
         if error == nil { bytes.value = data?.count ?? 0 }
+        if let data { keeper?.keep(data) }
         done.signal()
     }.resume()
     done.wait()

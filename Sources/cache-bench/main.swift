@@ -89,7 +89,7 @@ if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
     let urls = bench.urls(variant, size, count: count, unique: &unique)
     for url in urls.prefix(HTTPBench.hotKeys) { get(bench.session(variant), url) } // warm
     let start = now()
-    for url in urls { get(bench.session(variant), url) }
+    for url in urls { get(bench.session(variant), url, keeping: variant == "keep" ? bench.keeper : nil) }
     print("\(variant) \(bytes): \(formatMicros((now() - start) / Double(count))) µs per request")
     exit(0)
 }
@@ -203,6 +203,11 @@ for size in HTTPBench.sizes {
     // What a miss adds to the network's own time, in floors (one URLProtocol round trip).
     let added = (m["miss"] ?? .nan) - (m["network"] ?? .nan)
     lines.append("ratio.miss_minus_network_over_floor\(size.suffix)=\(formatRatio(added / (m["floor"] ?? .nan)))")
+    // What keeping the bytes as a memory store does costs the network alone, and what the
+    // cache adds beyond that, in floors.
+    let kept = (m["keep"] ?? .nan) - (m["network"] ?? .nan)
+    lines.append("ratio.keep_minus_network_over_floor\(size.suffix)=\(formatRatio(kept / (m["floor"] ?? .nan)))")
+    lines.append("ratio.miss_minus_keep_over_floor\(size.suffix)=\(formatRatio(((m["miss"] ?? .nan) - (m["keep"] ?? .nan)) / (m["floor"] ?? .nan)))")
     // The same for the least a forwarding protocol can do (RelayProtocol), and what the cache
     // adds beyond it, in floors.
     let relayed = (m["relay"] ?? .nan) - (m["network"] ?? .nan)

@@ -9,7 +9,8 @@ import LoopbackOrigin
 /// is a session without a delegate (Foundation's own class sends it on the task,
 /// `DirectForward`); `fwdmiss` the same completion-handler task on a session with a delegate,
 /// which the cache's forwarding session sends; `keep` the network with every body kept as the
-/// miss's memory store keeps it (`BodyKeeper`, the same byte limit), no cache.
+/// miss's memory store keeps it (`BodyKeeper`, the same byte limit), no cache, on URLs as
+/// unique as the miss's.
 struct HTTPBench {
     struct Size {
         let suffix: String
@@ -90,7 +91,7 @@ struct HTTPBench {
     func urls(_ variant: String, _ size: Size, count: Int, unique: inout Int) -> [URL] {
         (0..<count).map { i in
             switch variant {
-            case "hit", "network", "relay", "keep": return origin.url("/body/\(size.bytes)?k=\(i % Self.hotKeys)")
+            case "hit", "network", "relay": return origin.url("/body/\(size.bytes)?k=\(i % Self.hotKeys)")
             case "floor": return origin.url("/floor/\(size.bytes)?k=\(i % Self.hotKeys)")
             case "urlcache": return origin.url("/uc/\(size.bytes)/k\(i % Self.hotKeys)")
             default:

@@ -20,7 +20,7 @@ struct HTTPBench {
 
     static let sizes = [Size(suffix: "", bytes: 1024, requests: 400),
                         Size(suffix: "_100k", bytes: 100 * 1024, requests: 150),
-                        Size(suffix: "_1m", bytes: 1 << 20, requests: 30)]
+                        Size(suffix: "_1m", bytes: 1 << 20, requests: 90)]
     static let variants = ["hit", "floor", "network", "keep", "miss", "fwdmiss", "relay", "urlcache"]
     static let hotKeys = 8
 

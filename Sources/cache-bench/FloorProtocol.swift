@@ -6,7 +6,7 @@ import FoundationNetworking
 /// The best any URLProtocol-based cache can do: a canned response of the right size from
 /// memory, with no lookup beyond one dictionary read.
 final class FloorProtocol: URLProtocol {
-    /// Bodies by URL path, filled before any request and never changed after.
+    /// Bodies by URL path, each filled before any request for it, while no request runs.
     nonisolated(unsafe) static var bodies: [String: Data] = [:]
     /// The headers every canned response carries.
     static let headers = ["Content-Type": "application/octet-stream"]

@@ -141,6 +141,8 @@ enum RedisBench {
         }
 
         func close() {
+            RedisFloorProtocol.link?.close()
+            RedisFloorProtocol.link = nil
             observations.forEach { $0.cancel() }
             for session in sessions.values { session.finishTasksAndInvalidate() }
             disk.close()
@@ -159,8 +161,8 @@ enum RedisBench {
         if variant == "raw" { return (try? setup.raw.get(rawKey(bytes, i))) ?? -1 }
         if variant == "store" { return (try? setup.redis.entry(for: storeKey(setup.origin, bytes, i)))??.body.count ?? -1 }
         guard let session = setup.sessions[variant] else { return -1 }
-        if variant.hasPrefix("r") && variant != "redis" { // the Redis floors: no origin, the key in the URL
-            return get(session, setup.origin.url("/\(variant)/\(bytes)?k=\(i % hotKeys)"))
+        if variant == "rinline" || variant == "rsource" { // the Redis floors: no origin, the raw key in the URL
+            return get(session, setup.origin.url("/\(variant)/\(rawKey(bytes, i))"))
         }
         return get(session, url(setup.origin, bytes, i))
     }
@@ -209,7 +211,7 @@ enum RedisBench {
         for size in sizes {
             for variant in floors {
                 for k in 0..<hotKeys where get(sessions[variant]!, origin.url(variant == "floor" ? "/redis-bench/\(size.bytes)?k=\(k)"
-                                                                              : "/\(variant)/\(size.bytes)?k=\(k)")) != size.bytes {
+                                                                              : "/\(variant)/\(rawKey(size.bytes, k))")) != size.bytes {
                     problems.append("redis bench \(variant) \(size.bytes): a warm-up request failed")
                 }
             }

@@ -9,16 +9,16 @@ import FoundationNetworking
 
 /// The least any URLProtocol can pay to answer from Redis: the floor protocol's canned
 /// answer, with its body read by one `GET` of a value of the same size, and nothing else (no
-/// key derivation, no pool, no decoding, no checks).
+/// pool, no decoding, no checks; the key is the URL's last path component).
 ///
-/// Two ways, each a bound for a Redis hit through URLSession:
+/// Two ways, each reading in `startLoading`:
 /// - `inline` (the `rinline` column): the `GET` on the loading thread, Foundation's shared
-///   queue, blocking it for the round trip. The absolute floor; the cache may not do this.
+///   queue, blocking it for the round trip, which the cache may not do.
 /// - `source` (the `rsource` column): the `GET` sent without waiting from the loading thread,
 ///   its reply read by a dispatch read source and the answer handed to the client from the
-///   source's queue. Never waits on Foundation's queue and adds no queue hop of its own, so no
-///   design that never waits there can beat it (it does not even take the hop back to the
-///   task's work queue that a real cache needs for its client calls).
+///   source's queue. It never waits on Foundation's queue and skips the hop back to the task's
+///   work queue that a real cache needs for its client calls (a thread of its own blocked in
+///   `recv` might wake once less than a dispatch source).
 ///
 /// For sequential requests only (one request in flight): a bench, not a client.
 final class RedisFloorProtocol: URLProtocol {
@@ -76,24 +76,28 @@ final class RedisFloorLink: @unchecked Sendable {
     init(port: Int, prefix: String) throws {
         self.prefix = prefix
         blocking = try RawRedisClient(port: port, prefix: prefix)
-        fd = try RawRedisClient.connect(port: port)
+        let fd = try RawRedisClient.connect(port: port)
+        self.fd = fd
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [unowned self] in readAvailable() }
+        source.setCancelHandler { Glibc.close(fd) }
+        source.setEventHandler { [weak self] in self?.readAvailable() }
         source.resume()
     }
 
-    deinit {
+    /// Stops reading and closes the socket (once the source has let go of it); a `GET` still
+    /// waiting gets nil.
+    func close() {
         source.cancel()
-        close(fd)
+        queue.async { self.fail() }
     }
 
-    /// The raw key a floor URL names: `/r…/BYTES?k=K` is `RedisBench.rawKey(BYTES, K)`.
+    deinit { source.cancel() }
+
+    /// The raw key a floor URL names: `/rinline/KEY` or `/rsource/KEY` (`RedisBench.rawKey`).
     static func key(of url: URL) -> String? {
-        guard let bytes = Int(url.lastPathComponent),
-              let k = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "k" })?.value.flatMap(Int.init)
-        else { return nil }
-        return RedisBench.rawKey(bytes, k)
+        let key = url.lastPathComponent
+        return key.isEmpty ? nil : key
     }
 
     func blockingGet(_ key: String) -> Data? {
@@ -106,18 +110,27 @@ final class RedisFloorLink: @unchecked Sendable {
         let out = RawRedisClient.command([Array("GET".utf8), Array((prefix + key).utf8)])
         let sent = out.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
         guard sent != out.count else { return }
+        close() // half a command would garble every later reply
+    }
+
+    private func fail() {
         pending.withLock { done in defer { done = nil }; return done }?(nil)
     }
 
     /// On `queue`: takes what arrived; once a whole bulk reply is in, answers the pending `GET`.
+    /// The end of the connection or an error closes the link (a source left on a socket at its
+    /// end would fire for ever).
     private func readAvailable() {
-        while true {
+        var reply: (start: Int, length: Int)?
+        while reply == nil {
             if have == buffer.count { buffer += [UInt8](repeating: 0, count: buffer.count) }
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + have, $0.count - have, 0) }
-            guard count > 0 else { break }
+            if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
+            guard count > 0 else { return close() }
             have += count
+            reply = RawRedisClient.bulkReply(in: buffer, count: have)
         }
-        guard let reply = RawRedisClient.bulkReply(in: buffer, count: have) else { return }
+        guard let reply else { return }
         have = 0
         let value = reply.length < 0 ? nil : Data(buffer[reply.start..<reply.start + reply.length])
         pending.withLock { done in defer { done = nil }; return done }?(value)

@@ -58,7 +58,17 @@ final class RawRedisClient {
 
     /// `GET key`: the value (nil for none).
     func value(_ key: String) throws -> Data? {
+        try sendGet(key)
+        return try readValue()
+    }
+
+    /// Sends `GET key`; `readValue()` reads its reply.
+    func sendGet(_ key: String) throws {
         try send(Self.command([Array("GET".utf8), Array((prefix + key).utf8)]))
+    }
+
+    /// The value of the `GET` sent last (nil for none).
+    func readValue() throws -> Data? {
         let reply = try readReply()
         return reply.length < 0 ? nil : Data(buffer[reply.start..<reply.start + reply.length])
     }

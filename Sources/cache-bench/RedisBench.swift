@@ -24,7 +24,7 @@ enum RedisBench {
     /// protocol's canned answer, and the same with its body read by one `GET` blocking
     /// Foundation's queue ("rinline") or sent without waiting and read by a dispatch source
     /// ("rsource").
-    static let floors = ["floor", "rinline", "rsource"]
+    static let floors = ["floor", "rinline", "rsource", "rearly"]
     /// What each round measures: the stores through URLSession, the Redis store's own read
     /// ("store": `entry(for:)` called directly, no URLSession), the floors, and the anchor, a raw `GET`.
     static let measured = variants + ["store"] + floors + ["raw"]
@@ -161,7 +161,7 @@ enum RedisBench {
         if variant == "raw" { return (try? setup.raw.get(rawKey(bytes, i))) ?? -1 }
         if variant == "store" { return (try? setup.redis.entry(for: storeKey(setup.origin, bytes, i)))??.body.count ?? -1 }
         guard let session = setup.sessions[variant] else { return -1 }
-        if variant == "rinline" || variant == "rsource" { // the Redis floors: no origin, the raw key in the URL
+        if variant == "rinline" || variant == "rsource" || variant == "rearly" { // the Redis floors: no origin, the raw key in the URL
             return get(session, setup.origin.url("/\(variant)/\(rawKey(bytes, i))"))
         }
         return get(session, url(setup.origin, bytes, i))
@@ -276,6 +276,7 @@ enum RedisBench {
             let floor = m["floor"] ?? .nan
             lines.append("ratio.redis_source_floor_minus_floor_over_raw_get\(size.suffix)=\(formatRatio(((m["rsource"] ?? .nan) - floor) / rawGet))")
             lines.append("ratio.redis_inline_floor_minus_floor_over_raw_get\(size.suffix)=\(formatRatio(((m["rinline"] ?? .nan) - floor) / rawGet))")
+            lines.append("ratio.redis_early_floor_minus_floor_over_raw_get\(size.suffix)=\(formatRatio(((m["rearly"] ?? .nan) - floor) / rawGet))")
             lines.append("ratio.redis_hit_minus_memory_over_source_floor\(size.suffix)=\(formatRatio(added / ((m["rsource"] ?? .nan) - floor)))")
         }
         let unique = Array(Set(problems)).sorted()

@@ -11,7 +11,10 @@ import FoundationNetworking
 /// answer, with its body read by one `GET` of a value of the same size, and nothing else (no
 /// pool, no decoding, no checks; the key is the URL's last path component).
 ///
-/// Two ways, each reading in `startLoading`:
+/// Three ways:
+/// - `early` (the `rearly` column): the `GET` sent, blocking, when Foundation makes the
+///   protocol (in the task's `resume()`, on Foundation's queue), its reply read, blocking, in
+///   `startLoading`: the round trip overlaps Foundation's own hop to `startLoading`.
 /// - `inline` (the `rinline` column): the `GET` on the loading thread, Foundation's shared
 ///   queue, blocking it for the round trip, which the cache may not do.
 /// - `source` (the `rsource` column): the `GET` sent without waiting from the loading thread,
@@ -25,15 +28,27 @@ final class RedisFloorProtocol: URLProtocol {
     /// The connections, set before any request.
     nonisolated(unsafe) static var link: RedisFloorLink?
 
+    /// Whether this request's `GET` went out when Foundation made the protocol (`rearly`).
+    private var sentEarly = false
+
     override class func canInit(with request: URLRequest) -> Bool { true }
     override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    required init(request: URLRequest, cachedResponse: CachedURLResponse?, client: (any URLProtocolClient)?) {
+        super.init(request: request, cachedResponse: cachedResponse, client: client)
+        if let url = request.url, url.path.hasPrefix("/rearly/"), let link = Self.link, let key = RedisFloorLink.key(of: url) {
+            sentEarly = link.earlySend(key)
+        }
+    }
 
     override func startLoading() {
         guard let url = request.url, let link = Self.link, let key = RedisFloorLink.key(of: url) else {
             client?.urlProtocol(self, didFailWithError: URLError(.badURL))
             return
         }
-        if url.path.hasPrefix("/rinline/") {
+        if url.path.hasPrefix("/rearly/") {
+            answer(url, sentEarly ? link.earlyRead() : link.blockingGet(key))
+        } else if url.path.hasPrefix("/rinline/") {
             answer(url, link.blockingGet(key))
         } else {
             let box = Unchecked(value: self)
@@ -60,10 +75,11 @@ private struct Unchecked<Value>: @unchecked Sendable {
     let value: Value
 }
 
-/// The two connections `RedisFloorProtocol` reads through: one blocking (`RawRedisClient`),
-/// one non-blocking watched by a read source.
+/// The connections `RedisFloorProtocol` reads through: two blocking (`RawRedisClient`), one
+/// non-blocking watched by a read source.
 final class RedisFloorLink: @unchecked Sendable {
     private let blocking: RawRedisClient
+    private let early: RawRedisClient
     private let fd: Int32
     private let queue = DispatchQueue(label: "cache-bench.redis-floor")
     private let source: any DispatchSourceRead
@@ -76,6 +92,7 @@ final class RedisFloorLink: @unchecked Sendable {
     init(port: Int, prefix: String) throws {
         self.prefix = prefix
         blocking = try RawRedisClient(port: port, prefix: prefix)
+        early = try RawRedisClient(port: port, prefix: prefix)
         let fd = try RawRedisClient.connect(port: port)
         self.fd = fd
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -102,6 +119,16 @@ final class RedisFloorLink: @unchecked Sendable {
 
     func blockingGet(_ key: String) -> Data? {
         try? blocking.value(key)
+    }
+
+    /// Sends `GET key` on the early connection; whether it went.
+    func earlySend(_ key: String) -> Bool {
+        (try? early.sendGet(key)) != nil
+    }
+
+    /// The reply to the last `earlySend`.
+    func earlyRead() -> Data? {
+        try? early.readValue()
     }
 
     /// Sends `GET key` without waiting; `done` gets the value on the source's queue.

@@ -129,7 +129,7 @@ if arguments.contains("--disk-hits-only") {
     exit(diskHits.problems.isEmpty ? 0 : 1)
 }
 
-// `--redis-variant memory|hop|disk|redis|near|store|floor|rinline|rsource|raw BYTES COUNT`: one variant of the Redis part alone
+// `--redis-variant memory|hop|disk|redis|near|store|floor|rinline|rsource|rearly|raw BYTES COUNT`: one variant of the Redis part alone
 // (1024 or 102400 bytes), after the same warm-up, for a profiler.
 if let index = arguments.firstIndex(of: "--redis-variant"), arguments.count > index + 3,
    let bytes = Int(arguments[index + 2]), let count = Int(arguments[index + 3]) {

@@ -35,7 +35,7 @@ struct HTTPBench {
     let urlCacheSession: URLSession
     let windows = CacheWindows(fresh: 3600, usable: 7200)
     /// The `keep` variant's bodies: as many bytes as the miss session's store holds.
-    let keeper = BodyKeeper(byteLimit: 64 << 20)
+    private let keeper = BodyKeeper(byteLimit: 64 << 20)
 
     init(origin: LoopbackOrigin, rounds: Int) {
         self.origin = origin
@@ -101,6 +101,11 @@ struct HTTPBench {
         }
     }
 
+    /// Where a variant's bodies are kept: `keep`'s, and nowhere for the others.
+    func keeper(for variant: String) -> BodyKeeper? {
+        variant == "keep" ? keeper : nil
+    }
+
     func session(_ variant: String) -> URLSession {
         switch variant {
         case "hit": hitSession
@@ -134,7 +139,7 @@ struct HTTPBench {
                     let session = session(variant)
                     let before = origin.requestCount()
                     let start = now()
-                    for url in batch where get(session, url, keeping: variant == "keep" ? keeper : nil) != size.bytes {
+                    for url in batch where get(session, url, keeping: keeper(for: variant)) != size.bytes {
                         problems.append("\(variant) \(size.bytes): a request failed")
                     }
                     let perRequest = (now() - start) / Double(batch.count)

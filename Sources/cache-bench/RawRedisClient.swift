@@ -52,7 +52,7 @@ final class RawRedisClient {
 
     /// `GET key`; the length of the value read (-1 for none).
     func get(_ key: String) throws -> Int {
-        try send(Self.command([Array("GET".utf8), Array((prefix + key).utf8)]))
+        try sendGet(key)
         return try readReply().length
     }
 

@@ -20,10 +20,9 @@ enum RedisBench {
     /// that waits on I/O is (`IOQueueOnlyStore`): the hop off the task's work queue and back,
     /// with no I/O, the part of a Redis hit no store can save while that queue never waits.
     static let variants = ["memory", "hop", "disk", "redis", "near"]
-    /// The bounds no cache can beat, through URLSession (`RedisFloorProtocol`): the floor
-    /// protocol's canned answer, and the same with its body read by one `GET` blocking
-    /// Foundation's queue ("rinline") or sent without waiting and read by a dispatch source
-    /// ("rsource").
+    /// Protocols with no cache in them, through URLSession: the floor protocol's canned answer,
+    /// and the same with its body read by one `GET` (`RedisFloorProtocol`: "rinline", "rsource",
+    /// "rearly").
     static let floors = ["floor", "rinline", "rsource", "rearly"]
     /// What each round measures: the stores through URLSession, the Redis store's own read
     /// ("store": `entry(for:)` called directly, no URLSession), the floors, and the anchor, a raw `GET`.
@@ -161,10 +160,7 @@ enum RedisBench {
         if variant == "raw" { return (try? setup.raw.get(rawKey(bytes, i))) ?? -1 }
         if variant == "store" { return (try? setup.redis.entry(for: storeKey(setup.origin, bytes, i)))??.body.count ?? -1 }
         guard let session = setup.sessions[variant] else { return -1 }
-        if variant == "rinline" || variant == "rsource" || variant == "rearly" { // the Redis floors: no origin, the raw key in the URL
-            return get(session, setup.origin.url("/\(variant)/\(rawKey(bytes, i))"))
-        }
-        return get(session, url(setup.origin, bytes, i))
+        return get(session, floors.contains(variant) ? floorURL(setup.origin, variant, bytes, i) : url(setup.origin, bytes, i))
     }
 
     /// Routes a body of each size.
@@ -191,6 +187,12 @@ enum RedisBench {
         CacheKey(url: url(origin, size, i))
     }
 
+    /// The URL a floor variant asks for hot key `i` of a size: the floor protocol's body by its
+    /// path, or, for a Redis floor, the raw key as the last path component (no origin answers).
+    private static func floorURL(_ origin: LoopbackOrigin, _ variant: String, _ size: Int, _ i: Int) -> URL {
+        variant == "floor" ? url(origin, size, i) : origin.url("/\(variant)/\(rawKey(size, i))")
+    }
+
     /// The URL of hot key `i` (modulo `hotKeys`) of a size.
     private static func url(_ origin: LoopbackOrigin, _ size: Int, _ i: Int) -> URL {
         origin.url("/redis-bench/\(size)?k=\(i % hotKeys)")
@@ -210,8 +212,7 @@ enum RedisBench {
         }
         for size in sizes {
             for variant in floors {
-                for k in 0..<hotKeys where get(sessions[variant]!, origin.url(variant == "floor" ? "/redis-bench/\(size.bytes)?k=\(k)"
-                                                                              : "/\(variant)/\(rawKey(size.bytes, k))")) != size.bytes {
+                for k in 0..<hotKeys where get(sessions[variant]!, floorURL(origin, variant, size.bytes, k)) != size.bytes {
                     problems.append("redis bench \(variant) \(size.bytes): a warm-up request failed")
                 }
             }
@@ -271,8 +272,8 @@ enum RedisBench {
             lines.append("redis.io_hop_us\(size.suffix)=\(String(format: "%.1f", (hop - memory) * 1e6))")
             lines.append("ratio.io_hop_over_raw_get\(size.suffix)=\(formatRatio((hop - memory) / rawGet))")
             lines.append("ratio.redis_hit_minus_hop_over_raw_get\(size.suffix)=\(formatRatio(((m["redis"] ?? .nan) - hop) / rawGet))")
-            // The bounds: what one GET adds to the floor protocol, never waiting on Foundation's
-            // queue, and blocking it.
+            // What one GET adds to the floor protocol: read without waiting on Foundation's queue,
+            // blocking it, and sent as the protocol is made.
             let floor = m["floor"] ?? .nan
             lines.append("ratio.redis_source_floor_minus_floor_over_raw_get\(size.suffix)=\(formatRatio(((m["rsource"] ?? .nan) - floor) / rawGet))")
             lines.append("ratio.redis_inline_floor_minus_floor_over_raw_get\(size.suffix)=\(formatRatio(((m["rinline"] ?? .nan) - floor) / rawGet))")

@@ -7,9 +7,9 @@ import Glibc
 import FoundationNetworking
 #endif
 
-/// The least any URLProtocol can pay to answer from Redis: the floor protocol's canned
-/// answer, with its body read by one `GET` of a value of the same size, and nothing else (no
-/// pool, no decoding, no checks; the key is the URL's last path component).
+/// A URLProtocol with no cache in it answering from Redis: the floor protocol's canned answer,
+/// with its body read by one `GET` of a value of the same size, and nothing else (no pool, no
+/// decoding, no checks; the key is the URL's last path component).
 ///
 /// Three ways:
 /// - `early` (the `rearly` column): the `GET` sent, blocking, when Foundation makes the
@@ -42,13 +42,16 @@ final class RedisFloorProtocol: URLProtocol {
     }
 
     override func startLoading() {
-        guard let url = request.url, let link = Self.link, let key = RedisFloorLink.key(of: url) else {
+        guard let url = request.url, let link = Self.link else {
             client?.urlProtocol(self, didFailWithError: URLError(.badURL))
             return
         }
-        if url.path.hasPrefix("/rearly/") {
-            answer(url, sentEarly ? link.earlyRead() : link.blockingGet(key))
-        } else if url.path.hasPrefix("/rinline/") {
+        if sentEarly { return answer(url, link.earlyRead()) } // the key was read in `init`
+        guard let key = RedisFloorLink.key(of: url) else {
+            client?.urlProtocol(self, didFailWithError: URLError(.badURL))
+            return
+        }
+        if url.path.hasPrefix("/rinline/") || url.path.hasPrefix("/rearly/") {
             answer(url, link.blockingGet(key))
         } else {
             let box = Unchecked(value: self)

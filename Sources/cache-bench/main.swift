@@ -89,7 +89,7 @@ if let index = arguments.firstIndex(of: "--only"), arguments.count > index + 3,
     let urls = bench.urls(variant, size, count: count, unique: &unique)
     for url in urls.prefix(HTTPBench.hotKeys) { get(bench.session(variant), url) } // warm
     let start = now()
-    for url in urls { get(bench.session(variant), url, keeping: variant == "keep" ? bench.keeper : nil) }
+    for url in urls { get(bench.session(variant), url, keeping: bench.keeper(for: variant)) }
     print("\(variant) \(bytes): \(formatMicros((now() - start) / Double(count))) µs per request")
     exit(0)
 }

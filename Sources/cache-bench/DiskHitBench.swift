@@ -11,7 +11,8 @@ import LoopbackOrigin
 /// same disk store read only on the I/O queue (what a hit cost before in-place reads, and what
 /// one whose bytes are not in memory pays besides the disk's own time), and a plain read of a
 /// file of the body's size (open, read, close: the least a hit from disk can add to a memory
-/// hit), interleaved round by round.
+/// hit), interleaved round by round. The memory and in-place hits are also timed in the
+/// process's CPU time, which leaves out the time a thread waits to be woken.
 enum DiskHitBench {
     static let sizes = [(suffix: "", bytes: 1024, requests: 400), (suffix: "_100k", bytes: 100 * 1024, requests: 150)]
     static let variants = ["memory", "disk", "disk-io", "file"]
@@ -69,8 +70,9 @@ enum DiskHitBench {
         origin.url("/disk-hits/\(size)?k=\(i % hotKeys)")
     }
 
-    /// Seconds per request, by size suffix and variant, one sample per round, the variants in a
-    /// new order each round.
+    /// Seconds per request, by size suffix and variant (the process's CPU time under the
+    /// variant's name with a `-cpu` suffix), one sample per round, the variants in a new order
+    /// each round.
     private static func sample(_ sessions: [String: URLSession], files: String, origin: LoopbackOrigin, rounds: Int,
                                problems: inout [String]) -> [String: [String: [Double]]] {
         var samples: [String: [String: [Double]]] = [:]
@@ -78,13 +80,15 @@ enum DiskHitBench {
             for size in sizes {
                 for variant in variants.shuffled() {
                     let before = origin.requestCount()
-                    let start = now()
+                    let start = now(), cpuStart = processCPUTime()
                     for i in 0..<size.requests {
                         let read = variant == "file" ? DiskBench.readPlain("\(files)/\(size.bytes)-\(i % hotKeys)").count
                             : get(sessions[variant]!, url(origin, size.bytes, i))
                         if read != size.bytes { problems.append("disk hits \(variant) \(size.bytes): a request failed") }
                     }
                     samples[size.suffix, default: [:]][variant, default: []].append((now() - start) / Double(size.requests))
+                    samples[size.suffix, default: [:]][variant + "-cpu", default: []]
+                        .append((processCPUTime() - cpuStart) / Double(size.requests))
                     if origin.requestCount() != before { problems.append("disk hits \(variant) \(size.bytes): reached the origin") }
                 }
             }
@@ -104,6 +108,12 @@ enum DiskHitBench {
                   + formatMicros(m["disk"] ?? .nan) + "       " + formatMicros(m["disk-io"] ?? .nan) + "        "
                   + formatMicros(m["file"] ?? .nan))
             lines.append("ratio.disk_hit_in_place_over_memory_hit\(size.suffix)=\(formatRatio((m["disk"] ?? .nan) / memory))")
+            // The same, in CPU time of the whole process: the work a hit does, where the line
+            // above also counts the time the caller's thread waits to be woken.
+            let memoryCPU = m["memory-cpu"] ?? .nan
+            print("        CPU: " + formatMicros(memoryCPU) + "   " + formatMicros(m["disk-cpu"] ?? .nan))
+            lines.append("disk.memory_hit_cpu_us\(size.suffix)=\(String(format: "%.1f", memoryCPU * 1e6))")
+            lines.append("ratio.disk_hit_in_place_over_memory_hit_cpu\(size.suffix)=\(formatRatio((m["disk-cpu"] ?? .nan) / memoryCPU))")
             lines.append("ratio.disk_hit_io_queue_over_memory_hit\(size.suffix)=\(formatRatio((m["disk-io"] ?? .nan) / memory))")
             // What a hit from disk adds to a memory hit, in plain reads of a file of the body's size.
             lines.append("disk.file_read_us\(size.suffix)=\(String(format: "%.1f", (m["file"] ?? .nan) * 1e6))")

@@ -8,6 +8,13 @@ func now() -> Double {
     Double(DispatchTime.now().uptimeNanoseconds) / 1e9
 }
 
+/// Seconds of CPU the whole process has used, every thread's.
+func processCPUTime() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}
+
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return .nan }

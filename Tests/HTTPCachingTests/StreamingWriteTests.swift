@@ -54,7 +54,8 @@ struct StreamingWriteTests {
             let response = HTTPURLResponse(url: old.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: fields)!
             answer(CachedURLResponse(response: response, data: proposed.data, userInfo: nil, storagePolicy: .allowed))
         })
-        let outcome = try #require(await perform(.delegate, URLRequest(url: h.origin.url("/big")), probe: probe) { h.delegateSession($0) })
+        // 6 MB through a disk store while the whole suite runs: the timeout is only a guard against a hang.
+        let outcome = try #require(await perform(.delegate, URLRequest(url: h.origin.url("/big")), probe: probe, timeout: 60) { h.delegateSession($0) })
         #expect(outcome.data == body && probe.value.chunks.count > 1)
         #expect(probe.value.cacheQuestions.first?.data.count == body.count, "the delegate was shown the whole body written")
         let again = try await h.get("/big")

@@ -67,10 +67,12 @@ final class InnerHTTPClassProtocol: URLProtocol {
         inner?.startLoading()
     }
 
-    override func stopLoading() {}
+    /// Lets Foundation's class go: it holds its client, which names this protocol.
+    override func stopLoading() { inner = nil }
 
     private final class Recorder: NSObject, URLProtocolClient, @unchecked Sendable {
-        let outer: InnerHTTPClassProtocol
+        /// Weak: Foundation's class, which this protocol holds, holds its client.
+        weak var outer: InnerHTTPClassProtocol?
         let url: URL
         var response: URLResponse?
         var responded = false
@@ -83,7 +85,7 @@ final class InnerHTTPClassProtocol: URLProtocol {
         /// The task's response, once: the one the class told, else the one it set on the task.
         private func respond() -> Bool {
             guard !responded else { return true }
-            guard let response = response ?? outer.task?.response else { return false }
+            guard let outer, let response = response ?? outer.task?.response else { return false }
             responded = true
             outer.client!.urlProtocol(outer, didReceive: response, cacheStoragePolicy: .notAllowed)
             return true
@@ -96,16 +98,18 @@ final class InnerHTTPClassProtocol: URLProtocol {
 
         func urlProtocol(_ protocol: URLProtocol, didLoad data: Data) {
             InnerHTTPClassProtocol.seen.withLock { $0[url]?.loaded += data.count }
-            if respond() { outer.client!.urlProtocol(outer, didLoad: data) }
+            if respond(), let outer { outer.client!.urlProtocol(outer, didLoad: data) }
         }
 
         func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
             InnerHTTPClassProtocol.seen.withLock { $0[url]?.finished = true }
+            guard let outer else { return }
             guard respond() else { return outer.client!.urlProtocol(outer, didFailWithError: URLError(.badServerResponse)) }
             outer.client!.urlProtocolDidFinishLoading(outer)
         }
 
         func urlProtocol(_ protocol: URLProtocol, didFailWithError error: any Error) {
+            guard let outer else { return }
             outer.client!.urlProtocol(outer, didFailWithError: error)
         }
 

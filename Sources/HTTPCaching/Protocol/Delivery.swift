@@ -216,12 +216,12 @@ final class Delivery: Sendable {
     }
 
     /// The task was resumed after `suspend()` (on its work queue, in `startLoading`): what
-    /// waited meanwhile goes out now, in order.
+    /// waited meanwhile goes out now, in order; while a hold is open, when the last one ends.
     func resume() {
         let calls = state.withLock { state -> Bool in
             guard state.target != nil else { return false }
             Self.handOverEarly(&state)
-            if state.scheduled || state.waiting.isEmpty { return false }
+            if state.scheduled || state.waiting.isEmpty || state.gathering > 0 { return false }
             state.scheduled = true
             return true
         }
@@ -330,11 +330,12 @@ final class Delivery: Sendable {
     }
 
     /// On the work queue: every waiting call, in order, and those that arrive meanwhile; they
-    /// stay waiting while the task is suspended, until `resume()`.
+    /// stay waiting while the task is suspended, until `resume()`, and while a hold is open,
+    /// until the last one ends (`release`).
     private func runWaiting() {
         while true {
             let next = state.withLock { state -> (call: Call, target: Target)? in
-                guard !state.waiting.isEmpty else {
+                guard !state.waiting.isEmpty, state.gathering == 0 else {
                     state.scheduled = false
                     return nil
                 }

@@ -5,55 +5,73 @@ import FoundationNetworking
 import Testing
 @testable import HTTPCaching
 
-/// `Delivery.hold()`: the calls made while a hold is open wait for its end, whatever else
-/// would send them (a task resumed after `suspend()`).
-@Suite("Delivery holds")
+/// `Delivery.hold()`: the calls waiting while a hold is open wait for its end, whatever else
+/// would send them (the task resumed after `suspend()`, a block already on the work queue).
+@Suite("Delivery holds", .timeLimit(.minutes(1)))
 struct DeliveryHoldTests {
-    @Test("a resume() while a hold is open sends nothing; the hold's end sends every call, in order")
-    func resumeWaitsForTheHold() async throws {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.protocolClasses = [SilentProtocol.self]
-        let session = URLSession(configuration: configuration)
-        defer { session.invalidateAndCancel() }
-        let url = URL(string: "http://delivery.test/hold")!
-        let task = session.dataTask(with: url)
-        task.resume() // the silent protocol keeps it running
+    /// A task kept running by a silent protocol, its work queue, and a `Delivery` for it whose
+    /// client records its calls.
+    private struct Running: @unchecked Sendable {
+        let session: URLSession
+        let task: URLSessionDataTask
+        let workQueue: DispatchQueue
         let client = RecordingClient()
-        let delivery = Delivery(protocol: SilentProtocol(task: task, cachedResponse: nil, client: nil), client: client)
-        delivery.hold()
-        delivery.deliver(HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!, body: Data("body".utf8))
-        delivery.resume()
-        #expect(client.calls.value.isEmpty, "nothing went out while the hold was open")
-        delivery.release()
-        #expect(await client.calls.wait { $0.count == 3 })
-        #expect(client.calls.value == ["response", "data", "finish"])
+        let delivery: Delivery
+
+        init(_ path: String) throws {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.protocolClasses = [SilentProtocol.self]
+            session = URLSession(configuration: configuration)
+            task = session.dataTask(with: URL(string: "http://delivery.test\(path)")!)
+            task.resume()
+            workQueue = try #require(TaskIntrospection.workQueue(of: task))
+            delivery = Delivery(protocol: SilentProtocol(task: task, cachedResponse: nil, client: nil), client: client)
+        }
+
+        func deliverAnswer() {
+            delivery.deliver(HTTPURLResponse(url: task.originalRequest!.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!,
+                             body: Data("body".utf8))
+        }
+
+        /// Runs `body` on the work queue and returns once it has run (after every block before it).
+        func onWorkQueue(_ body: @escaping @Sendable () -> Void = {}) async {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in workQueue.async { body(); done.resume() } }
+        }
+    }
+
+    @Test("calls that waited while the task was suspended stay held when it is resumed during a hold; the hold's end sends them, in order")
+    func resumeWaitsForTheHold() async throws {
+        let run = try Running("/resumed")
+        defer { run.session.invalidateAndCancel() }
+        run.task.suspend()
+        run.deliverAnswer() // its block finds the task suspended: the calls wait
+        await run.onWorkQueue()
+        #expect(run.client.calls.value.isEmpty, "nothing goes out while the task is suspended")
+        run.delivery.hold()
+        run.task.resume()
+        let delivery = run.delivery
+        await run.onWorkQueue { delivery.resume() } // where startLoading calls it
+        #expect(run.client.calls.value.isEmpty, "nothing went out while the hold was open")
+        run.delivery.release()
+        #expect(await run.client.calls.wait { $0.count == 3 })
+        #expect(run.client.calls.value == ["response", "data", "finish"])
     }
 
     @Test("calls already scheduled on the work queue when a hold opens wait for the hold's end")
     func scheduledCallsWaitForTheHold() async throws {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.protocolClasses = [SilentProtocol.self]
-        let session = URLSession(configuration: configuration)
-        defer { session.invalidateAndCancel() }
-        let url = URL(string: "http://delivery.test/scheduled")!
-        let task = session.dataTask(with: url)
-        task.resume()
-        let workQueue = try #require(TaskIntrospection.workQueue(of: task))
-        let client = RecordingClient()
-        let delivery = Delivery(protocol: SilentProtocol(task: task, cachedResponse: nil, client: nil), client: client)
-        // The work queue is held (a few milliseconds: it is Foundation's, shared by every session)
-        // while the calls are scheduled behind the holding block and the hold opens.
-        let entered = DispatchSemaphore(value: 0), gate = DispatchSemaphore(value: 0)
-        workQueue.async { entered.signal(); gate.wait() }
-        entered.wait()
-        delivery.deliver(HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!, body: Data("body".utf8))
-        delivery.hold()
-        gate.signal()
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in workQueue.async { done.resume() } }
-        #expect(client.calls.value.isEmpty, "the scheduled block sent nothing while the hold was open")
-        delivery.release()
-        #expect(await client.calls.wait { $0.count == 3 })
-        #expect(client.calls.value == ["response", "data", "finish"])
+        let run = try Running("/scheduled")
+        defer { run.session.invalidateAndCancel() }
+        // On the work queue, so the block that runs the calls is scheduled behind this one and
+        // finds the hold open (nothing waits for the queue, nor holds it).
+        await run.onWorkQueue {
+            run.deliverAnswer()
+            run.delivery.hold()
+        }
+        await run.onWorkQueue()
+        #expect(run.client.calls.value.isEmpty, "the scheduled block sent nothing while the hold was open")
+        run.delivery.release()
+        #expect(await run.client.calls.wait { $0.count == 3 })
+        #expect(run.client.calls.value == ["response", "data", "finish"])
     }
 }
 

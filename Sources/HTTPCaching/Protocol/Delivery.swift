@@ -24,7 +24,7 @@ import Glibc
 /// Calls made on that queue inside `inline` (a hit from memory in `startLoading`, the report of
 /// a miss Foundation's own class sent) go out at once, unless the task is suspended; any other
 /// call waits for the queue, after those waiting before it, so the client sees them in order;
-/// one block runs every call waiting when it gets the queue.
+/// one block runs every call waiting when it gets the queue, unless a hold is open (`hold()`).
 ///
 /// Body chunks for a delegate-based task (`streamToDelegate`) do not wait for the queue: that
 /// queue is shared by every session in the process, the forwarded transfer's own reads run
@@ -34,7 +34,7 @@ import Glibc
 /// the end, which still go through the client.
 ///
 /// When the work queue cannot be read (`TaskIntrospection.workQueue`), every call goes out on
-/// the caller's thread under the lock.
+/// the caller's thread (the one that releases a hold, during one), in order.
 final class Delivery: Sendable {
     private struct Target: @unchecked Sendable {
         let urlProtocol: URLProtocol
@@ -56,7 +56,7 @@ final class Delivery: Sendable {
         var waiting: [Call] = []
         /// Whether a block to run them is on the work queue.
         var scheduled = false
-        /// Open holds (`hold()`): calls wait, and one block is scheduled when the last ends.
+        /// Open holds (`hold()`): calls wait until the last ends.
         var gathering = 0
         var stream: Stream?
         /// Whether the response has reached the client (chunks may follow it directly).
@@ -280,15 +280,17 @@ final class Delivery: Sendable {
         Self.hand(data, to: side.delegate, of: task, in: side.session)
     }
 
-    /// Holds the calls made from now on until `release()`, which takes them to the work queue
-    /// in one block: an answer reported whole (head, body and end) costs the work queue one
-    /// wake-up, not one for its head and another for the rest. Holds nest.
+    /// Holds every call not yet made, those waiting included, until `release()`: a forwarded
+    /// head waits until the read that brought it has been handled, so that a `cancel()` in
+    /// `didReceive(response)` ends the task as with Foundation alone, and an answer reported
+    /// whole (head, body and end) costs one wake-up, not two. Holds nest.
     func hold() {
         state.withLock { $0.gathering += 1 }
     }
 
-    /// Ends a `hold()`: when the last ends, one block takes every call waiting to the work queue,
-    /// or, when the caller runs on the queue calls go out on (`runningOn`), they go out at once.
+    /// Ends a `hold()`: when the last ends, one block takes every call waiting to the queue calls
+    /// go out on (the followed transfer's, else the task's work queue), unless one is there
+    /// already; when the caller runs on that queue (`runningOn`), they go out at once.
     func release(runningOn current: DispatchQueue? = nil) {
         let schedule = state.withLock { state -> Bool in
             state.gathering -= 1

@@ -249,20 +249,35 @@ final class SilentProtocol: URLProtocol {
     override func stopLoading() {}
 }
 
-/// A client that records, for every call, whether it came while the task's session could not
-/// run its own work (registry changes, cancel, stop): a block sent to the task's work queue
-/// from inside the call must not run before the call returns.
-final class QueueCheckingClient: NSObject, URLProtocolClient, @unchecked Sendable {
+/// A data task kept running by a silent protocol, and its work queue: a test drives a caching
+/// protocol, or a `Delivery`, of its own for it. Invalidate `session` when done.
+struct SilentTask: @unchecked Sendable {
+    let session: URLSession
+    let task: URLSessionDataTask
     let workQueue: DispatchQueue
-    let calls = Watched<[(name: String, excludesSession: Bool)]>([])
 
-    init(workQueue: DispatchQueue) { self.workQueue = workQueue }
+    init(_ url: URL) throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [SilentProtocol.self]
+        session = URLSession(configuration: configuration)
+        task = session.dataTask(with: url)
+        task.resume()
+        let queue = TaskIntrospection.workQueue(of: task)
+        if queue == nil { session.invalidateAndCancel() }
+        workQueue = try #require(queue)
+    }
+}
+
+/// A client that records every call made to it: its name, and what `entry` makes of it.
+final class RecordingClient<Entry: Sendable>: NSObject, URLProtocolClient, @unchecked Sendable {
+    let calls = Watched<[Entry]>([])
+    private let entry: @Sendable (String) -> Entry
+
+    init(_ entry: @escaping @Sendable (String) -> Entry) { self.entry = entry }
 
     private func record(_ name: String) {
-        let ran = DispatchSemaphore(value: 0)
-        workQueue.async { ran.signal() }
-        let excluded = ran.wait(timeout: .now() + 0.05) == .timedOut
-        calls.update { $0.append((name, excluded)) }
+        let made = entry(name)
+        calls.update { $0.append(made) }
     }
 
     func urlProtocol(_ protocol: URLProtocol, wasRedirectedTo request: URLRequest, redirectResponse: URLResponse) { record("redirect") }
@@ -273,6 +288,22 @@ final class QueueCheckingClient: NSObject, URLProtocolClient, @unchecked Sendabl
     func urlProtocol(_ protocol: URLProtocol, didFailWithError error: Error) { record("fail") }
     func urlProtocol(_ protocol: URLProtocol, didReceive challenge: URLAuthenticationChallenge) { record("challenge") }
     func urlProtocol(_ protocol: URLProtocol, didCancel challenge: URLAuthenticationChallenge) { record("cancelChallenge") }
+}
+
+extension RecordingClient where Entry == String {
+    /// Records the names alone.
+    convenience init() { self.init { $0 } }
+}
+
+/// A client that records, for every call, whether it came while the task's session could not
+/// run its own work (registry changes, cancel, stop): a block sent to the task's work queue
+/// from inside the call must not run before the call returns.
+func queueCheckingClient(workQueue: DispatchQueue) -> RecordingClient<(name: String, excludesSession: Bool)> {
+    RecordingClient { name in
+        let ran = DispatchSemaphore(value: 0)
+        workQueue.async { ran.signal() }
+        return (name, ran.wait(timeout: .now() + 0.05) == .timedOut)
+    }
 }
 
 @Suite("Client calls exclude the session's own work")
@@ -294,15 +325,10 @@ struct WorkQueueDeliveryTests {
             defer { filling.finishTasksAndInvalidate() }
             _ = try await fetch(filling, url)
         }
-        // A running task on a session whose own protocol stays silent.
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.protocolClasses = [SilentProtocol.self]
-        let session = URLSession(configuration: configuration)
-        defer { session.invalidateAndCancel() }
-        let task = session.dataTask(with: url)
-        task.resume()
-        let queue = try #require(TaskIntrospection.workQueue(of: task))
-        let client = QueueCheckingClient(workQueue: queue)
+        let silent = try SilentTask(url)
+        defer { silent.session.invalidateAndCancel() }
+        let (task, queue) = (silent.task, silent.workQueue)
+        let client = queueCheckingClient(workQueue: queue)
         let protocolClass = try #require(CachingURLProtocol.installation(for: cache).protocolClass as? CachingURLProtocol.Type)
         let caching = protocolClass.init(task: task, cachedResponse: nil, client: client)
         let box = UncheckedBox(caching)

@@ -9,23 +9,18 @@ import Testing
 /// would send them (the task resumed after `suspend()`, a block already on the work queue).
 @Suite("Delivery holds", .timeLimit(.minutes(1)))
 struct DeliveryHoldTests {
-    /// A task kept running by a silent protocol, its work queue, and a `Delivery` for it whose
-    /// client records its calls.
+    /// A task kept running by a silent protocol, and a `Delivery` for it whose client records
+    /// its calls.
     private struct Running: @unchecked Sendable {
-        let session: URLSession
-        let task: URLSessionDataTask
-        let workQueue: DispatchQueue
-        let client = RecordingClient()
+        let silent: SilentTask
+        let client = RecordingClient<String>()
         let delivery: Delivery
+        var session: URLSession { silent.session }
+        var task: URLSessionDataTask { silent.task }
 
         init(_ path: String) throws {
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.protocolClasses = [SilentProtocol.self]
-            session = URLSession(configuration: configuration)
-            task = session.dataTask(with: URL(string: "http://delivery.test\(path)")!)
-            task.resume()
-            workQueue = try #require(TaskIntrospection.workQueue(of: task))
-            delivery = Delivery(protocol: SilentProtocol(task: task, cachedResponse: nil, client: nil), client: client)
+            silent = try SilentTask(URL(string: "http://delivery.test\(path)")!)
+            delivery = Delivery(protocol: SilentProtocol(task: silent.task, cachedResponse: nil, client: nil), client: client)
         }
 
         func deliverAnswer() {
@@ -35,7 +30,7 @@ struct DeliveryHoldTests {
 
         /// Runs `body` on the work queue and returns once it has run (after every block before it).
         func onWorkQueue(_ body: @escaping @Sendable () -> Void = {}) async {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in workQueue.async { body(); done.resume() } }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in silent.workQueue.async { body(); done.resume() } }
         }
     }
 
@@ -73,20 +68,4 @@ struct DeliveryHoldTests {
         #expect(await run.client.calls.wait { $0.count == 3 })
         #expect(run.client.calls.value == ["response", "data", "finish"])
     }
-}
-
-/// A client that records the name of every call made to it.
-final class RecordingClient: NSObject, URLProtocolClient, Sendable {
-    let calls = Watched<[String]>([])
-
-    private func record(_ name: String) { calls.update { $0.append(name) } }
-
-    func urlProtocol(_ protocol: URLProtocol, wasRedirectedTo request: URLRequest, redirectResponse: URLResponse) { record("redirect") }
-    func urlProtocol(_ protocol: URLProtocol, cachedResponseIsValid cachedResponse: CachedURLResponse) { record("cachedResponseIsValid") }
-    func urlProtocol(_ protocol: URLProtocol, didReceive response: URLResponse, cacheStoragePolicy policy: URLCache.StoragePolicy) { record("response") }
-    func urlProtocol(_ protocol: URLProtocol, didLoad data: Data) { record("data") }
-    func urlProtocolDidFinishLoading(_ protocol: URLProtocol) { record("finish") }
-    func urlProtocol(_ protocol: URLProtocol, didFailWithError error: any Error) { record("fail") }
-    func urlProtocol(_ protocol: URLProtocol, didReceive challenge: URLAuthenticationChallenge) { record("challenge") }
-    func urlProtocol(_ protocol: URLProtocol, didCancel challenge: URLAuthenticationChallenge) { record("cancelChallenge") }
 }

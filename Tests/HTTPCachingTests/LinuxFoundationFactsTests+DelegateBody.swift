@@ -30,14 +30,14 @@ struct DelegateBodyFactTests {
         #expect(whole.finished && whole.loaded == 5000, "a completion handler's body reaches the client, whole")
         #expect(!whole.response, "a completion handler's head never reaches the client: the class sets it on the task, where DirectForward reads it")
 
-        let delegate = ChunkCounter()
+        let delegate = ProbeDelegate()
         let delegated = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         defer { delegated.finishTasksAndInvalidate() }
         let chunksURL = origin.url("/body?run=\(UUID().uuidString)")
         delegated.dataTask(with: chunksURL).resume()
-        #expect(await delegate.state.wait { $0.ended }, "the task ends")
-        #expect(delegate.state.value.failed == false, "without an error")
-        #expect(delegate.state.value.bytes == 5000, "the delegate gets every byte")
+        let ended = try #require(await delegate.finished(), "the task ends")
+        #expect(ended.error == nil, "without an error")
+        #expect(ended.byteCount == 5000, "the delegate gets every byte")
         let chunks = InnerHTTPClassProtocol.told(about: chunksURL)
         #expect(chunks.response && chunks.finished, "a delegate task's head and end reach the client")
         #expect(chunks.loaded == 0, "Foundation's class now hands a delegate task's body to its client: DirectForward could send delegates' misses")
@@ -120,16 +120,4 @@ final class InnerHTTPClassProtocol: URLProtocol {
     }
 }
 
-/// Counts the body bytes a data delegate gets, and notes the task's end.
-final class ChunkCounter: NSObject, URLSessionDataDelegate, Sendable {
-    let state = Watched((bytes: 0, ended: false, failed: false))
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        state.update { $0.bytes += data.count }
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        state.update { $0.ended = true; $0.failed = error != nil }
-    }
-}
 #endif
